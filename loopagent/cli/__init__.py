@@ -1,0 +1,1 @@
+"""The `loop` command line: Typer app, one-shot runs, the interactive REPL."""

@@ -1,0 +1,87 @@
+"""The `loop` command. Heavy modules are imported inside commands to keep start-up fast."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="loop", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="A coding agent for any OpenAI-compatible chat-completions server.",
+)
+
+
+class Approval(str, Enum):
+    ask = "ask"
+    edits = "edits"
+    all = "all"
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one line naming the problem on stderr and exit with `code`."""
+    typer.echo(f"loop: {message}", err=True)
+    return typer.Exit(code)
+
+
+Workspace = Annotated[Path, typer.Option("-C", "--workspace", help="Workspace root; file tools are confined to it.")]
+
+
+@app.command()
+def agent(
+    task: Annotated[list[str] | None, typer.Argument(help="The task. Without it, start the interactive REPL.")] = None,
+    workspace: Workspace = Path("."),
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint.")] = None,
+    model: Annotated[str | None, typer.Option("-m", "--model", help="Model name sent to the server.")] = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", help="Else LOOP_API_KEY, else OPENAI_API_KEY.")] = None,
+    approval: Annotated[Approval | None, typer.Option("--approval", case_sensitive=False,
+                                                      help="ask | edits | all (default edits).")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Model requests before the run stops.")] = None,
+    ctx_size: Annotated[int | None, typer.Option("--ctx-size", min=256, help="Context window in tokens.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Headless: JSON lines on stdout, never asks.")] = False,
+    resume: Annotated[str | None, typer.Option("--resume", help='Continue a session: "last", an id, or a path.')] = None,
+    checkpoints: Annotated[bool | None, typer.Option("--checkpoints/--no-checkpoints",
+                                                     help="Snapshot the workspace before changes.")] = None,
+    replay: Annotated[Path | None, typer.Option("--replay", help="Take model turns from a recorded file.")] = None,
+) -> None:
+    """Run a task in a workspace; without TASK start the interactive REPL."""
+    from loopagent.cli.run import RunOptions, UsageError, run_agent
+
+    flags = {
+        "base_url": base_url, "model": model, "api_key": api_key,
+        "approval": approval.value if approval else None, "max_steps": max_steps,
+        "ctx_size": ctx_size, "checkpoints": checkpoints,
+    }
+    opts = RunOptions(
+        task=" ".join(task) if task else None, workspace=workspace,
+        flags={k: v for k, v in flags.items() if v is not None},
+        json=json_out, resume=resume, replay=replay,
+    )
+    try:
+        code = run_agent(opts)
+    except UsageError as exc:
+        raise fail(str(exc)) from None
+    raise typer.Exit(code)
+
+
+@app.command()
+def demo() -> None:
+    """Replay the recorded repair of the bundled sample on a temporary copy (no server, no key)."""
+    from loopagent.demo.run import run_demo
+
+    raise typer.Exit(run_demo())
+
+
+def main() -> None:
+    """Console entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""Run the recorded repair on a temporary copy of the sample and check it independently."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+VERDICT = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed).*?)(?: in [\d.]+s)?(?: =+)?$", re.M)
+
+
+def sample_tests(workspace: Path) -> tuple[int, str]:
+    """Run the sample's pytest suite; (exit code, verdict line such as "1 failed, 3 passed")."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "SYSTEMROOT")}
+    env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+            cwd=workspace, env=env, capture_output=True, text=True, timeout=120,
+        )
+    except subprocess.TimeoutExpired:
+        return 1, "the sample's tests did not finish within 120 s"
+    found = VERDICT.findall(run.stdout)
+    return run.returncode, (found[-1] if found else (run.stdout + run.stderr).strip()[-300:])
+
+
+def run_demo() -> int:
+    """`loop demo`: exit 0 when the recorded run completed and the tests pass afterwards."""
+    from loopagent.cli.run import RunOptions, run_agent
+
+    package = resources.files("loopagent.demo")
+    recording = Path(str(package / "recording.json"))
+    task = json.loads(recording.read_text(encoding="utf-8"))["task"]
+    with tempfile.TemporaryDirectory(prefix="loop-demo-") as tmp:
+        workspace = Path(tmp) / "sample"
+        shutil.copytree(Path(str(package / "sample")), workspace)
+        # The demo leaves nothing behind: sessions and checkpoints live in the temporary directory.
+        os.environ["LOOP_HOME"] = str(Path(tmp) / "home")
+        print("loop demo: a recorded model run on a temporary copy of a bundled sample (no server, no key)")
+        print(f"workspace: {workspace}")
+        code, verdict = sample_tests(workspace)
+        print(f"starting tests: {verdict}")
+        print(f"task: {task}\n")
+        # The recorded shell call runs `python -m pytest`: make `python` this interpreter.
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        status = run_agent(RunOptions(
+            task=task, workspace=workspace, flags={"approval": "all"}, replay=recording,
+            extra_env={"PATH": path},
+        ))
+        code, verdict = sample_tests(workspace)
+        print(f"\nindependent final tests: {verdict}")
+        print(f"exit code of the run: {status}")
+        return 0 if status == 0 and code == 0 else 1

@@ -1,0 +1,47 @@
+"""Headless output: one JSON object per line on stdout, `result` always last."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO
+
+from loopagent.events import AssistantDone, Event, RunEnd, ToolCalled, ToolFinished
+
+
+def _arguments(raw: str) -> object:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+class JsonPrinter:
+    def __init__(self, out: IO[str] | None = None):
+        self.out = out or sys.stdout
+
+    def write(self, obj: dict) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, AssistantDone):
+            msg = event.message
+            self.write({
+                "type": "assistant", "text": msg.text,
+                "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in msg.tool_calls],
+            })
+        elif isinstance(event, ToolCalled):
+            c = event.call
+            self.write({"type": "tool_call", "id": c.id, "name": c.name, "arguments": _arguments(c.arguments)})
+        elif isinstance(event, ToolFinished):
+            r = event.result
+            self.write({"type": "tool_result", "id": r.call_id, "name": r.name, "is_error": r.is_error,
+                        "content": r.content})
+        elif isinstance(event, RunEnd):
+            line = {"type": "result", "status": event.status, "steps": event.steps,
+                    "usage": {"prompt_tokens": event.usage.prompt_tokens,
+                              "completion_tokens": event.usage.completion_tokens}}
+            if event.message:
+                line["message"] = event.message
+            self.write(line)

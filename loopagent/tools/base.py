@@ -1,0 +1,63 @@
+"""What a tool is: a name, a description for the model, a parameter model, a run function."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel
+
+from loopagent.messages import ToolResult
+
+if TYPE_CHECKING:
+    from loopagent.tools.workspace import Workspace
+
+
+class ToolError(Exception):
+    """An expected failure; its text becomes the error result the model reads."""
+
+
+@dataclass
+class ToolContext:
+    """What tools may use besides their arguments. One per run."""
+
+    workspace: Workspace
+    # Environment for shell commands, already scrubbed of secrets by the caller.
+    env: Mapping[str, str] = field(default_factory=dict)
+    shell_timeout: float = 120.0
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+class Tool:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    params: ClassVar[type[BaseModel]]
+    read_only: ClassVar[bool] = False
+
+    def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+    def subject(self, args: BaseModel) -> str:
+        """What a person needs to see of a call: the path, the command, the pattern."""
+        for key in ("path", "command", "pattern"):
+            value = getattr(args, key, None)
+            if value:
+                return str(value)
+        return ""
+
+    def preview(self, args: BaseModel, ctx: ToolContext) -> str:
+        """What an approval prompt shows before the call runs (the command, the diff to be made)."""
+        return self.subject(args)
+
+    def schema(self) -> dict:
+        """The `{"type": "function", ...}` definition sent to the server."""
+        params = self.params.model_json_schema()
+        params.pop("title", None)
+        for prop in params.get("properties", {}).values():
+            prop.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
