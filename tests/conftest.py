@@ -1,0 +1,68 @@
+"""Shared fixtures: a clean environment, a temporary LOOP_HOME, the fake server, the real CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakeserver import FakeServer
+
+SAMPLE = Path(__file__).resolve().parent.parent / "loopagent" / "demo" / "sample"
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    """The process environment without LOOP_*/OPENAI_* variables, with a private LOOP_HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOP_", "OPENAI_"))}
+    env["LOOP_HOME"] = str(home)
+    env["NO_COLOR"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith(("LOOP_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("LOOP_HOME", str(tmp_path / "loop-home"))
+
+
+@pytest.fixture
+def loop_home(tmp_path: Path) -> Path:
+    return tmp_path / "loop-home"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeServer]:
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    """A fresh copy of the demo's sample repository (1 failing test, 3 passing)."""
+    ws = tmp_path / "sample"
+    shutil.copytree(SAMPLE, ws)
+    return ws
+
+
+@pytest.fixture
+def run_loop(loop_home: Path):
+    """Run the real `loop` entry point in a subprocess; returns the CompletedProcess."""
+
+    def run(*args: str, cwd: Path | None = None, input: str | None = None, timeout: float = 60,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full_env = clean_env(loop_home)
+        full_env.update(env or {})
+        return subprocess.run(
+            [sys.executable, "-m", "loopagent", *args], cwd=cwd, input=input if input is not None else "",
+            capture_output=True, text=True, timeout=timeout, env=full_env,
+        )
+
+    return run
