@@ -14,8 +14,18 @@ from typing import Protocol
 
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
 from loopagent.events import (
-    AgentStart, AssistantDone, Event, Listener, MessageAdded, RunEnd, Status, ToolCalled,
-    ToolFinished, ToolStarted, TurnEnd, TurnStart,
+    AgentStart,
+    AssistantDone,
+    Event,
+    Listener,
+    MessageAdded,
+    RunEnd,
+    Status,
+    ToolCalled,
+    ToolFinished,
+    ToolStarted,
+    TurnEnd,
+    TurnStart,
 )
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
 from loopagent.policy import Decision, Policy

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 
 
-class Approval(str, Enum):
+class Approval(StrEnum):
     ask = "ask"
     edits = "edits"
     all = "all"
