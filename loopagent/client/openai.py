@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import operator
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -40,9 +41,45 @@ def wire_message(msg: Message) -> dict[str, Any]:
 def build_request(
     model: str, messages: Sequence[Message], tools: list[dict], max_tokens: int
 ) -> dict[str, Any]:
+    """The request body as a dict (tests and tools that want to look at it)."""
+    return json.loads(WireEncoder().encode(model, messages, tools, max_tokens))
+
+
+class WireEncoder:
+    """Serialises request bodies so the per-turn cost stays flat however long the history grows.
+
+    Each message is encoded once; the joined messages of the previous request are reused when
+    the new request extends them (the usual case: the loop only appends).
+    """
+
+    def __init__(self) -> None:
+        # id(message) -> (message, its JSON); holding the message keeps the id from being reused.
+        self._fragments: dict[int, tuple[Message, str]] = {}
+        self._last: list[Message] = []
+        self._last_joined = ""
+
+    def fragment(self, msg: Message) -> str:
+        hit = self._fragments.get(id(msg))
+        if hit is None or hit[0] is not msg:
+            hit = (msg, json.dumps(wire_message(msg), ensure_ascii=False))
+            self._fragments[id(msg)] = hit
+        return hit[1]
+
+    def encode(self, model: str, messages: Sequence[Message], tools: list[dict], max_tokens: int) -> str:
+        last, n = self._last, len(self._last)
+        # Identity check at C speed; any replaced message (a stub, a compaction) re-joins from scratch.
+        if 0 < n <= len(messages) and all(map(operator.is_, last, messages[:n])):
+            new = [self.fragment(m) for m in messages[n:]]
+            joined = ",".join([self._last_joined, *new]) if new else self._last_joined
+        else:
+            joined = ",".join(self.fragment(m) for m in messages)
+        self._last, self._last_joined = list(messages), joined
+        return _envelope(model, tools, max_tokens)[:-1] + ', "messages": [' + joined + "]}"
+
+
+def _envelope(model: str, tools: list[dict], max_tokens: int) -> str:
     body: dict[str, Any] = {
         "model": model,
-        "messages": [wire_message(m) for m in messages],
         "stream": True,
         "stream_options": {"include_usage": True},
         # Always bounded: a llama.cpp server without it may generate for minutes.
@@ -51,7 +88,7 @@ def build_request(
     if tools:
         body["tools"] = tools
         body["tool_choice"] = "auto"
-    return body
+    return json.dumps(body, ensure_ascii=False)
 
 
 @dataclass
@@ -69,9 +106,10 @@ class OpenAIClient:
 
     def __post_init__(self) -> None:
         self.url = self.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Accept": "text/event-stream"}
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        self._encoder = WireEncoder()
         self._http = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
@@ -84,11 +122,11 @@ class OpenAIClient:
     def complete(
         self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None]
     ) -> AssistantMessage:
-        body = build_request(self.model, messages, tools, self.max_tokens)
+        body = self._encoder.encode(self.model, messages, tools, self.max_tokens).encode("utf-8")
         attempt = 0
         while True:
             try:
-                with self._http.stream("POST", self.url, json=body) as response:
+                with self._http.stream("POST", self.url, content=body) as response:
                     if response.status_code in RETRY_STATUS and attempt < self.retries:
                         delay = self._delay(attempt, response.headers.get("retry-after"))
                     elif response.status_code >= 400:

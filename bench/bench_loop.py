@@ -1,0 +1,87 @@
+"""Harness cost per turn over a long session in which every turn is a `read_file` of a small file
+(three files in turn).
+
+Two models: an instant fake server (real HTTP, real SSE), and an in-process model that encodes
+the full request body exactly as the HTTP client does and answers from saved chunks. The CPU
+time of the loop's thread per turn (request encoding, stream assembly, validation, tool,
+listeners) must stay flat as the history grows; over HTTP the protocol itself makes the client
+send the whole history every turn, so transport grows with it (the context manager bounds it by
+--ctx-size in real runs).
+
+    python bench/bench_loop.py [--quick]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from loopagent.client.assemble import TurnAssembler  # noqa: E402
+from loopagent.client.openai import OpenAIClient, WireEncoder  # noqa: E402
+from loopagent.events import TurnStart  # noqa: E402
+from loopagent.loop import Agent, Limits  # noqa: E402
+from loopagent.messages import SystemMessage, UserMessage  # noqa: E402
+from loopagent.tools import Registry, ToolContext, default_tools  # noqa: E402
+from loopagent.tools.workspace import Workspace  # noqa: E402
+from tests.fakeserver import FakeServer, Reply, tool_events  # noqa: E402
+
+
+class InProcessModel:
+    """Encodes every request like the HTTP client, then answers from saved chunks."""
+
+    def __init__(self, turns: list[list[dict]]):
+        self.turns, self.encoder, self.calls = turns, WireEncoder(), 0
+
+    def complete(self, messages, tools, emit):
+        self.encoder.encode("bench", messages, tools, 4096)
+        self.calls += 1
+        turn = TurnAssembler()
+        for c in self.turns[self.calls % len(self.turns)]:
+            turn.feed(c)
+        return turn.finish()
+
+
+def per_turn_cpu(model, ws: Path, turns: int) -> list[float]:
+    stamps: list[float] = []
+    agent = Agent(
+        model=model, registry=Registry(default_tools()), tools=ToolContext(Workspace(ws)),
+        listeners=[lambda e: stamps.append(time.thread_time()) if isinstance(e, TurnStart) else None],
+        limits=Limits(max_steps=turns),
+    )
+    agent.run([SystemMessage("bench"), UserMessage("read small.py forever")])
+    return [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+
+
+def around(values: list[float], mark: int) -> float:
+    return statistics.median(values[max(0, mark - 6): mark + 3]) * 1000
+
+
+def main() -> None:
+    turns = 200 if "--quick" in sys.argv else 1000
+    marks = [m for m in (10, 100) if m < turns - 10] + [turns - 5]
+    # Three files read in turn: the same call with the same result in a row would be a loop.
+    events = [tool_events(("read_file", {"path": f"small{i}.py"})) for i in range(3)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        for i in range(3):
+            (ws / f"small{i}.py").write_text("".join(f"line {n} of {i}\n" for n in range(20)))
+        local = per_turn_cpu(InProcessModel(events), ws, turns)
+        with FakeServer() as server:
+            server.add(*(Reply(events=events[k % 3]) for k in range(turns + 1)))
+            client = OpenAIClient(base_url=server.url, model="bench")
+            http = per_turn_cpu(client, ws, turns)
+            client.close()
+    print("| turn | harness CPU ms/turn (in-process model) | ratio | with real HTTP ms/turn | ratio |")
+    print("|---:|---:|---:|---:|---:|")
+    for m in marks:
+        a, b = around(local, m), around(http, m)
+        print(f"| {m} | {a:.2f} | {a / around(local, marks[0]):.2f}x | {b:.2f} | {b / around(http, marks[0]):.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
