@@ -41,11 +41,14 @@ def agent(
                                                       help="ask | edits | all (default edits).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Model requests before the run stops.")] = None,
     ctx_size: Annotated[int | None, typer.Option("--ctx-size", min=256, help="Context window in tokens.")] = None,
+    max_tokens_total: Annotated[int | None, typer.Option(
+        "--max-tokens-total", min=1, help="Token budget of the run (prompt + completion); checked before each request.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Headless: JSON lines on stdout, never asks.")] = False,
     resume: Annotated[str | None, typer.Option("--resume", help='Continue a session: "last", an id, or a path.')] = None,
     checkpoints: Annotated[bool | None, typer.Option("--checkpoints/--no-checkpoints",
                                                      help="Snapshot the workspace before changes.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Take model turns from a recorded file.")] = None,
+    show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
 ) -> None:
     """Run a task in a workspace; without TASK start the interactive REPL."""
     from loopagent.cli.run import RunOptions, UsageError, run_agent
@@ -53,12 +56,12 @@ def agent(
     flags = {
         "base_url": base_url, "model": model, "api_key": api_key,
         "approval": approval.value if approval else None, "max_steps": max_steps,
-        "ctx_size": ctx_size, "checkpoints": checkpoints,
+        "ctx_size": ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
     }
     opts = RunOptions(
         task=" ".join(task) if task else None, workspace=workspace,
         flags={k: v for k, v in flags.items() if v is not None},
-        json=json_out, resume=resume, replay=replay,
+        json=json_out, resume=resume, replay=replay, show_thinking=show_thinking,
     )
     try:
         code = run_agent(opts)
@@ -76,11 +79,21 @@ def demo() -> None:
 
 
 def main() -> None:
-    """Console entry point."""
+    """Console entry point: a usage error is one line on stderr and exit 2, never a traceback."""
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
+        code = app(prog_name="loop", standalone_mode=False)
+    except typer.TyperException as exc:  # typer's own click: UsageError, BadParameter, NoSuchOption...
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            typer.echo(ctx.get_help())
+            code = 0
+        else:
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            typer.echo(f"loop: {exc.format_message()}{hint}", err=True)
+            code = getattr(exc, "exit_code", 2)
+    except (KeyboardInterrupt, typer.Abort):
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
