@@ -194,3 +194,13 @@ def test_plain_output_for_people(run_loop, server, sample):
     assert "[1] read_file path_rules.py" in proc.stdout
     assert "ok:" in proc.stdout and "All good." in proc.stdout
     assert "done: completed, 2 steps, 200+20 tokens" in proc.stdout
+
+
+def test_unexpected_tool_exception_becomes_error_result(run_loop, server, sample):
+    # The parent "directory" is a regular file: creating it raises inside the tool.
+    server.add(tools(("write_file", {"path": "path_rules.py/inner.txt", "content": "x"})), text("gave up"))
+    proc = agent(run_loop, server, sample, "--approval", "all")
+    assert proc.returncode == 0
+    result = [e for e in events(proc.stdout) if e["type"] == "tool_result"][0]
+    assert result["is_error"] and result["id"] == server.requests[1]["messages"][-1]["tool_call_id"]
+    assert (sample / "path_rules.py").is_file()
