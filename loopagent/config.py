@@ -1,23 +1,48 @@
-"""Effective settings: defaults, then LOOP_* environment, then the command line."""
+"""Effective settings from layered sources, each value remembering where it came from.
+
+Weakest first: defaults, user file $LOOP_HOME/config.json, project file
+<workspace>/.loop/config.json, LOOP_* environment, command line. The project
+file arrives with a repository that may be hostile, so it may only tighten:
+a stricter approval mode, more deny rules, lower limits. Anything else it sets
+is ignored with a warning. `allow`, `deny` and `env_allow` add up across the
+layers instead of replacing each other.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
+
+from loopagent.policy import MODES, Rule
 
 
 class ConfigError(Exception):
     """A configuration value or file is wrong; the message names it (exit 2)."""
 
 
-class Settings(BaseModel):
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="forbid", env_prefix="LOOP_")
+
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "default"
     api_key: SecretStr | None = None
-    approval: str = "edits"
+    approval: Literal["ask", "edits", "all"] = "edits"
     max_steps: int = Field(30, ge=1)
+    max_tokens_total: int | None = Field(None, ge=1)  # prompt + completion budget of a run
     ctx_size: int = Field(16384, ge=256)
     max_tokens: int = Field(4096, ge=1)
     retries: int = Field(4, ge=0)
@@ -25,29 +50,230 @@ class Settings(BaseModel):
     read_timeout: float = Field(300.0, gt=0)
     shell_timeout: float = Field(120.0, gt=0)
     checkpoints: bool = True
+    checkpoint_max_bytes: int = Field(5_000_000, ge=0)  # larger files are left out of checkpoints
     env_allow: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list)  # shell command globs ("pytest *") or tool(path glob)
+    deny: list[str] = Field(default_factory=list)
+    instructions_max_bytes: int = Field(32 * 1024, ge=0)  # AGENTS.md text in the system prompt
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        # load_config() layers the sources itself so that every value keeps its source.
+        return (init_settings,)
 
 
 ENV_KEYS = {name: f"LOOP_{name.upper()}" for name in Settings.model_fields}
+RULE_LISTS = ("allow", "deny")
+ADDITIVE = ("allow", "deny", "env_allow")
+# What a project file may set, and how. Every other key (base_url, api_key, model, allow,
+# env_allow, fields added later) is ignored from a project file.
+PROJECT_TIGHTENS = {
+    "approval": "stricter", "deny": "add", "checkpoints": "enable",
+    **{name: "lower" for name in (
+        "max_steps", "max_tokens_total", "ctx_size", "max_tokens", "retries", "connect_timeout",
+        "read_timeout", "shell_timeout", "instructions_max_bytes")},
+}
 
 
-def loop_home(environ: dict[str, str] | None = None) -> Path:
+def loop_home(environ: Mapping[str, str] | None = None) -> Path:
+    """$LOOP_HOME, default ~/.loop."""
     env = os.environ if environ is None else environ
     return Path(env.get("LOOP_HOME") or Path.home() / ".loop")
 
 
-def load_settings(workspace: Path, cli: dict, environ: dict[str, str] | None = None) -> Settings:
-    """Merge the sources, weakest first; `cli` holds only the flags the user gave."""
-    env = os.environ if environ is None else environ
-    values: dict = {}
-    for name, var in ENV_KEYS.items():
-        if env.get(var):
-            values[name] = env[var]
-    if "api_key" not in values and env.get("OPENAI_API_KEY"):
-        values["api_key"] = env["OPENAI_API_KEY"]
-    values.update({k: v for k, v in cli.items() if v is not None})
+class JsonFileSource(PydanticBaseSettingsSource):
+    """One config.json: its values, and the line each key and each rule string sits on."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path, label: str):
+        super().__init__(settings_cls)
+        self.path, self.label = path, label
+        self.text = ""
+        self.values: dict[str, Any] = {}
+        if path.is_file():
+            self.text = read_text(path)
+            self.values = self.decode()
+
+    def decode(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{self.path} line {exc.lineno}: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{self.path} line 1: the file must hold a JSON object like {{\"model\": \"...\"}}")
+        return data
+
+    def get_field_value(self, field, field_name: str) -> tuple[Any, str, bool]:
+        return self.values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.values)
+
+    def line_of(self, key: str) -> int:
+        m = re.search(rf'"{re.escape(key)}"\s*:', self.text)
+        return self.text.count("\n", 0, m.start()) + 1 if m else 1
+
+    def lines_of_items(self, key: str, items: list[str]) -> list[int]:
+        """The line of each string in the list under `key`, in order."""
+        pos = self.text.find(f'"{key}"')
+        lines = []
+        for item in items:
+            found = self.text.find(json.dumps(item, ensure_ascii=False), max(pos, 0))
+            if found >= 0:
+                pos = found + 1
+            lines.append(self.text.count("\n", 0, found) + 1 if found >= 0 else self.line_of(key))
+        return lines
+
+    def where(self, key: str) -> str:
+        return f"{self.label} line {self.line_of(key)}"
+
+
+def read_text(path: Path) -> str:
     try:
-        return Settings.model_validate(values)
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc})") from None
+
+
+class EnvSource(EnvSettingsSource):
+    """LOOP_* variables from a given mapping (the process environment by default)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]):
+        self.environ = environ
+        super().__init__(settings_cls, env_prefix="LOOP_", env_ignore_empty=True)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self.environ.items() if v != ""}
+
+    def __call__(self) -> dict[str, Any]:
+        try:
+            values = super().__call__()
+        except SettingsError as exc:
+            name = re.search(r'field "(\w+)"', str(exc))
+            var = ENV_KEYS.get(name.group(1), "a LOOP_ variable") if name else "a LOOP_ variable"
+            raise ConfigError(f"{var}: not valid JSON; give a list like [\"pytest *\"]") from None
+        if "api_key" not in values and self.environ.get("OPENAI_API_KEY"):
+            values["api_key"] = self.environ["OPENAI_API_KEY"]
+        return values
+
+    def origin(self, key: str) -> str:
+        if key == "api_key" and not self.environ.get("LOOP_API_KEY"):
+            return "env OPENAI_API_KEY"
+        return f"env {ENV_KEYS[key]}"
+
+
+@dataclass
+class Config:
+    """The effective settings, where each value came from, the rules, and warnings for stderr."""
+
+    settings: Settings
+    sources: dict[str, str] = field(default_factory=dict)
+    rules: list[Rule] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_settings(workspace: Path, cli: dict, environ: Mapping[str, str] | None = None) -> Settings:
+    """Merge the sources, weakest first; `cli` holds only the flags the user gave."""
+    return load_config(workspace, cli, environ).settings
+
+
+def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = None) -> Config:
+    """Every source, layered with its origin; raises ConfigError naming the file and line."""
+    env = os.environ if environ is None else environ
+    user = JsonFileSource(Settings, loop_home(env) / "config.json", f"user file {loop_home(env) / 'config.json'}")
+    project = JsonFileSource(Settings, workspace / ".loop" / "config.json",
+                             f"project file {workspace / '.loop' / 'config.json'}")
+    env_source = EnvSource(Settings, env)
+    values: dict[str, Any] = {}
+    config = Config(Settings(), {name: "default" for name in Settings.model_fields})
+
+    validate_file(user)
+    layer(config, values, user(), user.where, user)
+    validate_file(project)
+    allowed = tighten_only(project, Settings(**values), config.warnings)
+    layer(config, values, allowed, project.where, project)
+    env_values = env_source()
+    validate(env_values, lambda key: env_source.origin(key))
+    layer(config, values, env_values, env_source.origin, None)
+    cli = {k: v for k, v in cli.items() if v is not None}
+    validate(cli, lambda key: f"--{key.replace('_', '-')}")
+    layer(config, values, cli, lambda key: "command line", None)
+    config.settings = Settings(**values)
+    return config
+
+
+def layer(config: Config, values: dict[str, Any], new: dict[str, Any], origin, source: JsonFileSource | None) -> None:
+    """Put one source's values over the weaker ones; additive lists add up."""
+    for key, value in new.items():
+        if key in ADDITIVE:
+            values[key] = list(values.get(key, [])) + [v for v in value if v not in values.get(key, [])]
+            prior = config.sources[key]
+            config.sources[key] = origin(key) if prior == "default" else f"{prior}; {origin(key)}"
+        else:
+            values[key] = value
+            config.sources[key] = origin(key)
+        if key in RULE_LISTS:
+            lines = source.lines_of_items(key, value) if source else [None] * len(value)
+            config.rules += [
+                Rule(key, text, f"{source.label} line {line}" if source else origin(key))
+                for text, line in zip(value, lines, strict=True)
+            ]
+
+
+def validate_file(source: JsonFileSource) -> None:
+    validate(source.values, lambda key: f"{source.path} line {source.line_of(key)}")
+
+
+def validate(values: dict[str, Any], where) -> None:
+    """Check one layer alone, so an error names the layer (file and line, variable, or flag)."""
+    try:
+        Settings(**values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"invalid setting {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        err = exc.errors()[0]
+        key = str(err["loc"][0]) if err["loc"] else ""
+        if err["type"] == "extra_forbidden":
+            raise ConfigError(f"{where(key)}: unknown setting {key!r}") from None
+        raise ConfigError(f"{where(key)}: {key}: {err['msg']}") from None
+
+
+def tighten_only(project: JsonFileSource, current: Settings, warnings: list[str]) -> dict[str, Any]:
+    """The project values that tighten `current`; a warning for each one ignored."""
+    kept = {}
+    for key, value in project.values.items():
+        how = PROJECT_TIGHTENS.get(key)
+        old = getattr(current, key)
+        new = getattr(Settings(**{key: value}), key)
+        if how == "add":
+            kept[key] = value
+        elif how == "stricter" and MODES.index(new) <= MODES.index(old):
+            kept[key] = value
+        elif how == "enable" and new:
+            kept[key] = value
+        elif how == "lower" and (old is None or (new is not None and new <= old)):
+            kept[key] = value
+        else:
+            shown = "***" if key == "api_key" else json.dumps(value)
+            why = ("a project file may only tighten (stricter approval, more deny rules, lower limits)"
+                   if how else f"a project file may not set {key}")
+            warnings.append(f'{project.where(key)}: ignored "{key}": {shown}; {why}')
+    return kept
+
+
+def describe(config: Config) -> list[tuple[str, str, str]]:
+    """(name, shown value, source) for `loop config`; the API key is masked, rules listed one by one."""
+    rows = []
+    for name in Settings.model_fields:
+        value = getattr(config.settings, name)
+        if name in RULE_LISTS:
+            rows += [(name, r.text, r.source) for r in config.rules if r.verdict == name]
+            if not value:
+                rows.append((name, "[]", config.sources[name]))
+            continue
+        if name == "api_key":
+            shown = "(not set)" if value is None else "******** (set)"
+        elif isinstance(value, list):
+            shown = json.dumps(value)
+        else:
+            shown = "(none)" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+        rows.append((name, shown, config.sources[name]))
+    return rows

@@ -100,6 +100,32 @@ class Notice:
 
 
 @dataclass(frozen=True)
+class TurnTokens:
+    """What one model request cost: the server's counts when it reported them, else estimates."""
+
+    step: int
+    usage: Usage
+    tool_share: float  # fraction of the prompt that was tool results (estimated)
+    estimated: bool
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """The context was compacted: history[:upto] (after the task) is now sent as `summary`.
+
+    The history itself is untouched; a session writer appends this as a record, and a resumed
+    session hands it back to `ContextWindow.restore`.
+    """
+
+    summary: str
+    upto: int
+    tokens_before: int
+    tokens_after: int
+    usage: Usage
+    focus: str = ""
+
+
+@dataclass(frozen=True)
 class RunEnd:
     status: Status
     steps: int
@@ -113,6 +139,6 @@ class RunEnd:
 
 Event = (
     AgentStart | MessageAdded | TurnStart | TextDelta | ThinkingDelta | AssistantDone
-    | ToolCalled | ToolStarted | ToolFinished | TurnEnd | Notice | RunEnd
+    | ToolCalled | ToolStarted | ToolFinished | TurnEnd | TurnTokens | Compacted | Notice | RunEnd
 )
 Listener = Callable[[Event], None]

@@ -9,6 +9,8 @@ from typing import Annotated
 
 import typer
 
+from loopagent.cli import config_cmd, state_cmd
+
 app = typer.Typer(
     name="loop", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     help="A coding agent for any OpenAI-compatible chat-completions server.",
@@ -76,6 +78,10 @@ def demo() -> None:
     from loopagent.demo.run import run_demo
 
     raise typer.Exit(run_demo())
+
+
+state_cmd.register(app)  # sessions, checkpoints, undo, redo
+config_cmd.register(app)  # config, policy check
 
 
 def main() -> None:

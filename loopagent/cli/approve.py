@@ -3,33 +3,62 @@
 from __future__ import annotations
 
 import sys
-from typing import IO
+from collections.abc import Callable
+from typing import IO, Literal
 
 from loopagent.messages import ToolCall
 from loopagent.policy import Decision
 
+Answer = Literal["yes", "no", "always"]
+QUESTION = "      allow? [y/N/a] "
+
+
+def parse_answer(line: str) -> Answer:
+    """`y`/`yes` runs the call once, `a`/`always` for the rest of the session; anything else is no."""
+    word = line.strip().lower()
+    if word in ("a", "always"):
+        return "always"
+    return "yes" if word in ("y", "yes") else "no"
+
 
 class PromptApprover:
-    """Shows the command or the diff and reads `allow? [y/N/a]`; Enter means no.
+    """Shows the command or the diff and reads `allow? [y/N/a]`; Enter, EOF or anything else means no.
 
-    `a` allows this exact call (same tool, same arguments) for the rest of the session.
+    `a` allows this exact call (the same tool with the same command or diff) for the rest of
+    the session: a different command still asks. Drawing is delegated to `show` (the terminal
+    renderer); without it a plain text fallback is written to `out`.
     """
 
-    def __init__(self, read: IO[str] | None = None, out: IO[str] | None = None):
+    def __init__(self, read: IO[str] | None = None, out: IO[str] | None = None,
+                 show: Callable[[ToolCall, str, str, str], None] | None = None):
         self.read = read or sys.stdin
         self.out = out or sys.stderr
+        self.show = show  # the terminal renderer draws the command or diff (call, subject, preview, reason)
         self.always: set[tuple[str, str]] = set()
 
     def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision) -> bool:
+        """Ask once; True runs the call."""
         key = (call.name, preview or subject)
         if key in self.always:
             return True
-        if preview and preview != subject:
-            self.out.write(preview.rstrip("\n") + "\n")
-        self.out.write("      allow? [y/N/a] ")
+        if self.show is not None:
+            self.show(call, subject, preview, decision.reason)
+        else:
+            self.out.write(plain_question(call, subject, preview, decision.reason))
+        self.out.write(QUESTION)
         self.out.flush()
-        answer = self.read.readline().strip().lower()
-        if answer in ("a", "always"):
+        answer = parse_answer(self.read.readline())
+        if answer == "always":
             self.always.add(key)
-            return True
-        return answer in ("y", "yes")
+        return answer != "no"
+
+
+def plain_question(call: ToolCall, subject: str, preview: str, reason: str) -> str:
+    """The text shown before the question when no renderer draws it."""
+    head = f"      $ {subject}" if call.name == "shell" else f"      {call.name} {subject}"
+    lines = [head]
+    if preview and preview != subject:
+        lines.append(preview.rstrip("\n"))
+    if reason:
+        lines.append(f"      needs approval: {reason}")
+    return "\n".join(lines) + "\n"

@@ -7,9 +7,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopagent.config import ConfigError, Settings, load_settings
+from loopagent.config import ConfigError, Settings, load_config
 from loopagent.events import Listener, RunEnd
-from loopagent.messages import Message, SystemMessage, Usage, UserMessage
+from loopagent.messages import Usage
 
 
 class UsageError(Exception):
@@ -25,6 +25,7 @@ class RunOptions:
     resume: str | None = None
     replay: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    show_thinking: bool = False
 
 
 def make_client(settings: Settings, replay: Path | None):
@@ -47,6 +48,7 @@ def make_client(settings: Settings, replay: Path | None):
 
 def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
     """Run one task to its end. Returns the process exit code."""
+    from loopagent.context import ContextWindow
     from loopagent.loop import Agent, Limits
     from loopagent.policy import Policy
     from loopagent.prompt import system_prompt
@@ -57,45 +59,76 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
     if not opts.workspace.is_dir():
         raise UsageError(f"workspace {opts.workspace} is not a directory")
     try:
-        settings = load_settings(opts.workspace, opts.flags)
-        policy = Policy(settings.approval)
+        config = load_config(opts.workspace, opts.flags)
+        settings = config.settings
+        policy = Policy(settings.approval, config.rules, Workspace(opts.workspace).root)
     except (ConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    if not opts.task:
-        raise UsageError("give a TASK (the interactive REPL is not available yet)")
+    for warning in config.warnings:  # project-file values that would loosen permissions
+        print(f"loop: warning: {warning}", file=sys.stderr)
+    interactive = not opts.task and not opts.json and sys.stdin.isatty() and sys.stdout.isatty()
+    if not opts.task and not interactive and not opts.resume:
+        raise UsageError("give a TASK (the interactive REPL needs a terminal)")
 
     headless = opts.json or not sys.stdin.isatty()
     listeners = list(listeners or [])
     if opts.json:
         from loopagent.render.jsonl import JsonPrinter
 
-        listeners.append(JsonPrinter())
+        printer = JsonPrinter()
+        listeners.append(printer)
     else:
-        from loopagent.render.terminal import PlainRenderer
+        from loopagent.render.terminal import TerminalRenderer
 
-        listeners.append(PlainRenderer())
+        renderer = TerminalRenderer(show_thinking=opts.show_thinking)
+        listeners.append(renderer)
 
     secrets = tuple(s for s in [settings.api_key.get_secret_value() if settings.api_key else ""] if s)
     env = scrubbed_env({**os.environ, **opts.extra_env}, settings.env_allow, secrets)
     registry = Registry(default_tools())
-    history: list[Message] = []
     approver = None
     if not headless:
         from loopagent.cli.approve import PromptApprover
 
-        approver = PromptApprover()
+        approver = PromptApprover(show=renderer.show_approval)
     client = make_client(settings, opts.replay)
     agent = Agent(
         model=client, registry=registry,
         tools=ToolContext(Workspace(opts.workspace), env=env, shell_timeout=settings.shell_timeout),
         policy=policy, approver=approver, listeners=listeners,
-        limits=Limits(max_steps=settings.max_steps),
+        limits=Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
+                      max_nudges=2 if headless else 0),
+        context=ContextWindow(settings.ctx_size, settings.max_tokens),
     )
-    agent.add(history, SystemMessage(system_prompt(list(registry.tools))))
-    agent.add(history, UserMessage(opts.task))
+    from loopagent.cli.record import attach
+    from loopagent.session import SessionError, SessionWriteError
+
+    try:  # the session file (new, or resumed with repairs) and checkpoints; see cli/record.py
+        rec = attach(agent, opts.workspace, settings, opts.task, opts.resume,
+                     system_prompt(list(registry.tools), workspace=opts.workspace, cwd=Path.cwd(),
+                                   limit=settings.instructions_max_bytes), interactive)
+    except SessionError as exc:
+        return session_failed(agent, exc)
+    history = rec.history
+    if opts.json:
+        printer.session(rec.id, str(rec.path))
+    if interactive:
+        from loopagent.cli.repl import Repl
+
+        return Repl(agent, history, settings, renderer, services=rec.services()).run()
     try:
-        end = agent.run(history, opts.task)
+        end = agent.run(history, rec.task)
     except KeyboardInterrupt:
         end = RunEnd("aborted", 0, Usage(), "interrupted by Ctrl+C")
         agent.emit(end)
+    except SessionWriteError as exc:
+        return session_failed(agent, exc)
+    return end.exit_code
+
+
+def session_failed(agent, exc: Exception) -> int:
+    """A session file that cannot be read or written: one line on stderr, a `result` of status error, exit 1."""
+    print(f"loop: {exc}", file=sys.stderr)
+    end = RunEnd("error", 0, Usage(), str(exc))
+    agent.emit(end)
     return end.exit_code

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import IO
 
-from loopagent.events import AssistantDone, Event, RunEnd, ToolCalled, ToolFinished
+from loopagent.events import AssistantDone, Compacted, Event, Notice, RunEnd, ToolCalled, ToolFinished
 
 
 def _arguments(raw: str) -> object:
@@ -24,6 +24,10 @@ class JsonPrinter:
         self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
         self.out.flush()
 
+    def session(self, session_id: str, path: str) -> None:
+        """The first line of the output: which session file this run writes to."""
+        self.write({"type": "session", "id": session_id, "path": path})
+
     def __call__(self, event: Event) -> None:
         if isinstance(event, AssistantDone):
             msg = event.message
@@ -38,6 +42,11 @@ class JsonPrinter:
             r = event.result
             self.write({"type": "tool_result", "id": r.call_id, "name": r.name, "is_error": r.is_error,
                         "content": r.content})
+        elif isinstance(event, Notice):
+            self.write({"type": "notice", "kind": event.kind, "text": event.text})
+        elif isinstance(event, Compacted):
+            self.write({"type": "compacted", "tokens_before": event.tokens_before,
+                        "tokens_after": event.tokens_after, "focus": event.focus})
         elif isinstance(event, RunEnd):
             line = {"type": "result", "status": event.status, "steps": event.steps,
                     "usage": {"prompt_tokens": event.usage.prompt_tokens,

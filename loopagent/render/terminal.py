@@ -1,57 +1,441 @@
-"""Plain, readable terminal output: a line per tool call, a result summary, the answer, a closing line."""
+"""The terminal renderer: a listener that shows a run to a person.
+
+On a colour terminal (Rich): the answer streams as Markdown, one line per tool call with a
+result summary and coloured diffs, a spinner while waiting, a closing line. With NO_COLOR,
+TERM=dumb or output that is not a terminal: the same words as plain text, no escape codes.
+
+Rendering cost is linear in the answer's length: streamed text is cut into blocks
+(paragraphs, code chunks), each finished block is printed once and only the open block
+is live; the live area is redrawn on a timer, never per token.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
+import time
+from functools import lru_cache
 from typing import IO
 
-from loopagent.events import AssistantDone, Event, Notice, RunEnd, TextDelta, ToolCalled, ToolFinished
+from pygments.lexer import Lexer
+from pygments.lexers import TextLexer, get_lexer_by_name
+from pygments.util import ClassNotFound
+from rich.console import Console, Group, RenderableType
+from rich.markdown import Markdown
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.spinner import Spinner
+from rich.syntax import Syntax
+from rich.text import Text
+
+from loopagent.events import (
+    AssistantDone,
+    Compacted,
+    Event,
+    Notice,
+    RunEnd,
+    TextDelta,
+    ThinkingDelta,
+    ToolCalled,
+    ToolFinished,
+    ToolStarted,
+    TurnStart,
+)
+from loopagent.messages import ToolCall, ToolResult
+from loopagent.render import diff as diffs
+from loopagent.render.markdown import Block, BlockSplitter
 
 VERDICT = re.compile(r"\b\d+ (passed|failed)\b")
+EXIT_LINE = re.compile(r"^exit(?: code| status)?[: ]+(-?\d+)$")
+NUMBERED = re.compile(r"^\s*\d+\t")
+LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+CODE_THEME = "monokai"
+# Text up to this size is held back until the turn ends: if tool calls come with it, it is commentary.
+HOLD_CHARS = 1500
 
 
 def summary(content: str, is_error: bool) -> str:
-    """The line a person needs from a result: a test verdict, else the first (or, for errors, last) line."""
-    lines = [ln.strip() for ln in content.splitlines() if ln.strip()]
+    """The line a person needs from a result: a test verdict, else the first (errors: last) meaningful line."""
+    lines = [ln.strip() for ln in content.splitlines() if any(ch.isalnum() for ch in ln)]
     if not lines:
         return "(no output)"
+    if NUMBERED.match(content):  # a file read: its size says more than its first line
+        count = sum(1 for ln in content.splitlines() if NUMBERED.match(ln))
+        return f"{count} lines" + (f"; {lines[-1]}" if lines[-1].startswith("[") else "")
     for ln in reversed(lines):
         if VERDICT.search(ln):
             return ln.strip("= ")
+    exit_match = EXIT_LINE.match(lines[0])
+    if exit_match:  # shell output: the last line says most; a non-zero code is worth keeping
+        code, rest = exit_match.group(1), lines[1:]
+        if not rest:
+            return lines[0]
+        return rest[-1] if code == "0" else f"{rest[-1]} (exit {code})"
     return lines[-1] if is_error else lines[0]
 
 
-class PlainRenderer:
-    def __init__(self, out: IO[str] | None = None):
-        self.out = out or sys.stdout
-        self.calls = 0
-        self.streaming = False
+def subject_of(call: ToolCall, subject: str) -> str:
+    """What the tool line names; for a call whose arguments failed validation, a short key=value form."""
+    if subject:
+        return subject
+    try:
+        args = json.loads(call.arguments or "{}")
+    except ValueError:
+        return "(arguments are not JSON)"
+    if not isinstance(args, dict):
+        return ""
+    return " ".join(f"{k}={str(v)[:40]}" for k, v in list(args.items())[:3])
 
-    def line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        self.out.flush()
+
+def verdict(result: ToolResult) -> tuple[str, str]:
+    """(word, rest) for the result line: `ok`, `error` or `denied`."""
+    content = result.content
+    if result.is_error and content.startswith("denied"):
+        reason = content.split(":", 1)[1].strip() if ":" in content else content
+        return "denied", reason
+    if result.is_error and "needs approval" in content.split("\n", 1)[0]:
+        return "denied", content.split("\n", 1)[0]
+    return ("error" if result.is_error else "ok"), summary(content, result.is_error)
+
+
+@lru_cache(maxsize=64)
+def lexer(lang: str) -> Lexer:
+    """A Pygments lexer by fence name; looked up once (the lookup scans every installed plugin)."""
+    try:
+        return get_lexer_by_name(lang or "text")
+    except ClassNotFound:
+        return TextLexer()
+
+
+def looks_like_diff(text: str) -> bool:
+    return text.startswith(("--- ", "@@")) or "\n@@ " in text
+
+
+class Activity:
+    """A spinner line with elapsed seconds, redrawn by the live display's timer."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.started = time.monotonic()
+        self.spinner = Spinner("dots", style="cyan")
+
+    def __rich_console__(self, console, options):
+        elapsed = time.monotonic() - self.started
+        self.spinner.update(text=Text(f"{self.label} {elapsed:.0f}s", style="dim"))
+        yield self.spinner
+
+
+class LiveView:
+    """What the live area shows: held text, the open block, the activity and queued messages."""
+
+    def __init__(self, renderer: TerminalRenderer):
+        self.r = renderer
+
+    def __rich_console__(self, console, options):
+        r = self.r
+        parts: list[RenderableType] = [r.block_view(b, False) for b in list(r.held)]
+        open_block = r.splitter.open_block()
+        if open_block is not None:
+            parts.append(r.block_view(open_block, False))
+        if r.thinking and not r.show_thinking:
+            parts.append(Text(f"thinking… {len(r.thinking.split())} words", style="dim italic"))
+        if r.activity is not None:
+            parts.append(r.activity)
+        parts += [Text(f"queued: {q}", style="yellow") for q in list(r.queued)]
+        if r.typing:
+            parts.append(Text(f"> {r.typing}", style="dim"))
+        # Only the newest lines fit: a live area taller than the screen cannot be redrawn in place.
+        lines = console.render_lines(Group(*parts), options.update(height=None), pad=False)
+        for line in lines[-max(3, console.size.height - 2):]:
+            yield from line
+            yield Segment.line()
+
+
+def use_colour(out: IO[str]) -> bool:
+    """Colour only on a terminal, and not when NO_COLOR or TERM=dumb ask for plain text."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class TerminalRenderer:
+    """A listener for agent events. `color`/`live` default to what the output stream supports."""
+
+    def __init__(self, out: IO[str] | None = None, *, color: bool | None = None, live: bool | None = None,
+                 show_thinking: bool = False, width: int | None = None):
+        self.out = out or sys.stdout
+        self.color = use_colour(self.out) if color is None else color
+        self.live_ok = self.color if live is None else live
+        self.show_thinking = show_thinking
+        self.console = Console(file=self.out, force_terminal=self.color, no_color=not self.color,
+                               width=width, highlight=False, emoji=False, soft_wrap=False)
+        self.calls = 0
+        self.checkpoints = 0
+        self.queued: list[str] = []
+        self.typing = ""  # a message being typed during a turn (the REPL's type-ahead)
+        self.live = None
+        self.activity: Activity | None = None
+        self.tool_started = 0.0
+        self._new_turn()
+
+    def _new_turn(self) -> None:
+        self.splitter = BlockSplitter()
+        self.held: list[Block] = []
+        self.held_chars = 0
+        self.committed = False  # blocks of this turn were printed as the answer
+        self.printed_blocks = 0
+        self.thinking = ""
+        self.streamed = False
+        self.at_line_start = True
+
+    # ---- dispatch ---------------------------------------------------------------------------
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            self.out.write(event.text)
-            self.out.flush()
-            self.streaming = True
-        elif isinstance(event, AssistantDone):
-            if self.streaming:
-                self.out.write("\n")
-                self.streaming = False
-        elif isinstance(event, ToolCalled):
-            self.calls += 1
-            subject = event.subject or event.call.arguments[:80]
+        handler = getattr(self, "on_" + type(event).__name__, None)
+        if handler is not None:
+            handler(event)
+
+    def on_TurnStart(self, event: TurnStart) -> None:  # noqa: N802 - named after the event
+        self._new_turn()
+        self.set_activity("waiting for the model")
+
+    def on_ThinkingDelta(self, event: ThinkingDelta) -> None:  # noqa: N802
+        self.set_activity(None)
+        self.thinking += event.text
+        if self.show_thinking and not self.color:
+            self.write(event.text)
+
+    def on_TextDelta(self, event: TextDelta) -> None:  # noqa: N802
+        self.end_thinking()
+        self.set_activity(None)
+        self.streamed = True
+        if not self.color:
+            self.write(event.text)
+            return
+        for block in self.splitter.feed(event.text):
+            self.finished(block)
+
+    def on_AssistantDone(self, event: AssistantDone) -> None:  # noqa: N802
+        self.set_activity(None)
+        self.end_thinking(event.message.thinking)
+        msg = event.message
+        if not self.streamed and msg.text:  # a client that sent no deltas
+            self.on_TextDelta(TextDelta(msg.text))
+        if not self.color:
+            if not self.at_line_start:
+                self.write("\n")
+            return
+        commentary = bool(msg.tool_calls) and not self.committed
+        for block in [*self.held, *self.splitter.finish()]:
+            self.print_block(block, commentary)
+        self.held, self.held_chars = [], 0
+
+    def on_ToolCalled(self, event: ToolCalled) -> None:  # noqa: N802
+        self.calls += 1
+        subject = subject_of(event.call, event.subject)
+        if self.color:
+            self.console.print(Text.assemble((f"[{self.calls}] ", "dim"), (event.call.name, "bold"), " ",
+                                             (subject, "cyan")), overflow="ellipsis", no_wrap=True)
+        else:
             self.line(f"[{self.calls}] {event.call.name} {subject}")
-        elif isinstance(event, ToolFinished):
-            r = event.result
-            self.line(f"    {'error' if r.is_error else 'ok'}: {summary(r.content, r.is_error)[:160]}")
-        elif isinstance(event, Notice):
+
+    def on_ToolStarted(self, event: ToolStarted) -> None:  # noqa: N802
+        self.tool_started = time.monotonic()
+        self.set_activity(f"running {event.call.name}")
+
+    def on_ToolFinished(self, event: ToolFinished) -> None:  # noqa: N802
+        self.set_activity(None)
+        word, rest = verdict(event.result)
+        display = event.result.display
+        change = looks_like_diff(display) and not event.result.is_error
+        if change and diffs.summary(display) not in rest:
+            rest = f"{rest}  {diffs.summary(display)}"
+        if not self.color:
+            self.line(f"    {word}: {rest}")
+            if change:
+                self.write(diffs.plain(display, "      "))
+            return
+        took = time.monotonic() - self.tool_started if self.tool_started else 0.0
+        style = {"ok": "green", "error": "red", "denied": "yellow"}[word]
+        line = Text.assemble("    ", (f"{word}:", style), " ", rest)
+        if took >= 1.0 and word != "denied":
+            line.append(f" ({took:.1f}s)", style="dim")
+        self.tool_started = 0.0
+        self.console.print(line, overflow="ellipsis", no_wrap=True)
+        if change:
+            self.console.print(diffs.coloured(display, "      "))
+
+    def on_Notice(self, event: Notice) -> None:  # noqa: N802
+        if event.kind == "checkpoint":  # one per snapshot; counted for the closing line
+            self.checkpoints += 1
+            return
+        if self.color:
+            self.console.print(Text(f"{event.kind}: {event.text}", style="yellow"))
+        else:
             self.line(f"{event.kind}: {event.text}")
-        elif isinstance(event, RunEnd):
-            u = event.usage
-            tail = f" ({event.message})" if event.message else ""
-            self.line(f"done: {event.status}, {event.steps} steps, "
-                      f"{u.prompt_tokens}+{u.completion_tokens} tokens{tail}")
+
+    def on_Compacted(self, event: Compacted) -> None:  # noqa: N802
+        self.set_activity(None)
+        text = f"context compacted: {event.tokens_before} -> {event.tokens_after} tokens"
+        if self.color:
+            self.console.print(Text(text, style="yellow"))
+        else:
+            self.line(text)
+
+    def on_RunEnd(self, event: RunEnd) -> None:  # noqa: N802
+        self.close()
+        u = event.usage
+        tail = f" ({event.message})" if event.message else ""
+        text = (f"done: {event.status}, {event.steps} steps, {u.prompt_tokens}+{u.completion_tokens} tokens, "
+                f"{self.checkpoints} checkpoints{tail}")
+        if self.color:
+            style = "green" if event.status == "completed" else "yellow"
+            self.console.print(Text(text, style=style))
+        else:
+            self.line(text)
+
+    # ---- output pieces ----------------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        if text:
+            self.at_line_start = text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        if not self.at_line_start:
+            self.write("\n")
+        self.write(text + "\n")
+
+    def say(self, text: str, style: str = "") -> None:
+        """A line from the REPL or the approver, styled on a colour terminal."""
+        if self.color:
+            self.pause()
+            self.console.print(Text(text, style=style))
+        else:
+            self.line(text)
+
+    def finished(self, block: Block) -> None:
+        """A block the splitter closed: held back while it may still be commentary, else printed."""
+        if self.committed:
+            self.print_block(block, False)
+            return
+        self.held.append(block)
+        self.held_chars += len(block.text)
+        if self.held_chars > HOLD_CHARS:  # too long for commentary: this is the answer
+            self.committed = True
+            held, self.held, self.held_chars = self.held, [], 0
+            for block in held:
+                self.print_block(block, False)
+
+    def print_block(self, block: Block, commentary: bool) -> None:
+        # Rich already starts a list with a blank line.
+        if self.printed_blocks and block.first and not (block.kind == "md" and LIST_ITEM.match(block.text)):
+            self.console.print()
+        self.printed_blocks += 1
+        self.console.print(self.block_view(block, commentary))
+
+    def block_view(self, block: Block, commentary: bool) -> RenderableType:
+        if block.kind == "code":
+            view: RenderableType = Syntax(block.text, lexer(block.lang), theme=CODE_THEME, word_wrap=True,
+                                          padding=(0, 1))
+        else:
+            view = Markdown(block.text, code_theme=CODE_THEME, hyperlinks=False, style="dim" if commentary else "")
+        return Padding(view, (0, 0, 0, 4)) if commentary else view
+
+    def end_thinking(self, full: str = "") -> None:
+        """Thinking is over: one dim summary line (or, with --show-thinking, the whole text)."""
+        text = (self.thinking or full).strip()
+        self.thinking = ""
+        if not text:
+            return
+        if self.show_thinking and not self.color:
+            if not self.at_line_start:
+                self.write("\n")
+            return
+        if self.show_thinking:
+            self.console.print(Padding(Text(text, style="dim italic"), (0, 0, 0, 2)))
+            return
+        flat = " ".join(text.split())
+        short = flat if len(flat) <= 100 else flat[:99] + "…"
+        if self.color:
+            self.console.print(Text(f"thinking: {short}", style="dim italic"), overflow="ellipsis", no_wrap=True)
+        else:
+            self.line(f"thinking: {short}")
+
+    # ---- live area --------------------------------------------------------------------------
+
+    def set_activity(self, label: str | None) -> None:
+        self.activity = Activity(label) if label else None
+        if label and self.live_ok:
+            self.resume()
+
+    def set_queued(self, queued: list[str]) -> None:
+        """Messages typed during a turn, shown until they are sent."""
+        self.queued = list(queued)
+        if queued and self.live_ok:
+            self.resume()
+        elif queued and not self.color:
+            self.line(f"queued: {queued[-1]}")
+
+    def resume(self) -> None:
+        if self.live is None:
+            from rich.live import Live
+
+            self.live = Live(LiveView(self), console=self.console, transient=True, refresh_per_second=10,
+                             redirect_stdout=False, redirect_stderr=False)
+            self.live.start()
+
+    def pause(self) -> None:
+        """Stop the live area (before an approval prompt or the REPL prompt takes the terminal)."""
+        if self.live is not None:
+            live, self.live = self.live, None
+            live.stop()
+
+    def close(self) -> None:
+        self.activity = None
+        self.pause()
+
+    def show_diff(self, diff: str, head: str) -> None:
+        """A whole diff (the REPL's /diff), folded only when very long."""
+        self.close()
+        if self.color:
+            self.console.print(Text(head, style="bold"))
+            self.console.print(diffs.coloured(diff, "  ", max_lines=400, headers=True))
+        else:
+            self.line(head)
+            self.write(diffs.plain(diff, "  ", max_lines=400, headers=True))
+
+    def show_approval(self, call: ToolCall, subject: str, preview: str, reason: str) -> None:
+        """What a call would do, before `allow? [y/N/a]`: the exact command or the diff of the edit."""
+        self.close()
+        preview = preview.rstrip("\n")
+        if looks_like_diff(preview):
+            body = diffs.coloured(preview, "      ", max_lines=200) if self.color else diffs.plain(preview, "      ", 200)
+            head = f"      {call.name} would change {subject}  {diffs.summary(preview)}"
+        else:
+            body = Text("")
+            head = f"      $ {preview}" if call.name == "shell" else f"      {preview}"
+            if preview == subject and call.name != "shell":
+                head = ""
+        if self.color:
+            if head:
+                self.console.print(Text(head, style="bold"))
+            if body:
+                self.console.print(body)
+            if reason:
+                self.console.print(Text(f"      needs approval: {reason}", style="dim"))
+            return
+        if head:
+            self.line(head)
+        if body:
+            self.write(str(body))
+        if reason:
+            self.line(f"      needs approval: {reason}")
+
+
+# The name the CLI used before colour existed; it picks plain text by itself where needed.
+PlainRenderer = TerminalRenderer

@@ -1,51 +1,149 @@
-"""File tools: read_file, write_file, edit_file."""
+"""File tools: read_file, write_file, edit_file. Every path goes through Workspace.resolve."""
 
 from __future__ import annotations
 
 import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.workspace import Workspace
+
+READ_LIMIT = 2000  # lines per read_file call by default
+READ_MAX_BYTES = 50_000  # a page stops early when its text passes this
+LINE_MAX_CHARS = 2000  # longer lines (minified code, data) are cut in the listing
+DIFF_MAX_LINES = 400  # diff lines in the model's result; `display` keeps the whole diff
+NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
+
+
+def is_binary(data: bytes) -> bool:
+    """A NUL byte in the first 8 KiB: the same test git and ripgrep use."""
+    return b"\0" in data[:8192]
+
+
+def lines_of(text: str) -> list[str]:
+    """Lines split on \\n only (as grep numbers them), without their \\r of CRLF endings."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def numbered(lines: list[str], first: int) -> str:
+    """`lines` in read_file's listing format; `first` is the 1-based number of the first line."""
+    out = []
+    for n, line in enumerate(lines, start=first):
+        if len(line) > LINE_MAX_CHARS:
+            line = f"{line[:LINE_MAX_CHARS]} [... {len(line) - LINE_MAX_CHARS} more characters]"
+        out.append(f"{n:>6}\t{line}")
+    return "\n".join(out)
 
 
 def unified_diff(old: str, new: str, rel: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{rel}", f"b/{rel}"
-        )
-    )
+    """A git-style unified diff, with the 'No newline at end of file' marker where it applies."""
+    out = []
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    for line in difflib.unified_diff(old_lines, new_lines, f"a/{rel}", f"b/{rel}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def diff_stat(diff: str) -> str:
+    added = sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
+    return f"+{added} -{removed} lines"
+
+
+def clip_diff(diff: str) -> str:
+    lines = diff.splitlines(keepends=True)
+    if len(lines) <= DIFF_MAX_LINES:
+        return diff
+    return "".join(lines[:DIFF_MAX_LINES]) + f"[... {len(lines) - DIFF_MAX_LINES} more diff lines]\n"
 
 
 class ReadParams(BaseModel):
     path: str = Field(description="file path relative to the workspace root")
-    offset: int = Field(0, ge=0, description="first line to return, 0-based")
-    limit: int = Field(2000, ge=1, description="maximum number of lines to return")
+    offset: int = Field(0, ge=0, description="number of lines to skip from the start of the file")
+    limit: int = Field(READ_LIMIT, ge=1, description="maximum number of lines to return")
 
 
 class ReadFile(Tool):
     name = "read_file"
-    description = "Read a text file in the workspace. Returns numbered lines. Page long files with offset/limit."
+    description = (
+        "Read a UTF-8 text file in the workspace. Returns lines as `<line number>\\t<text>`; the numbers "
+        f"are not part of the file. At most {READ_LIMIT} lines or ~{READ_MAX_BYTES // 1000} KB per call; "
+        "page through longer files with offset (lines to skip) and limit."
+    )
     params = ReadParams
     read_only = True
 
     def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace
         path = ws.resolve(args.path)
-        if path.is_dir():
-            raise ToolError(f"{ws.rel(path)} is a directory; use list_files to see its contents")
-        if not path.is_file():
-            raise ToolError(f"{ws.rel(path)} does not exist")
-        text = path.read_text(encoding="utf-8", errors="replace")
-        ws.record_read(path)
-        lines = text.splitlines()
-        chosen = lines[args.offset : args.offset + args.limit]
-        body = "\n".join(f"{n:>6}\t{line}" for n, line in enumerate(chosen, start=args.offset + 1))
-        rest = len(lines) - args.offset - len(chosen)
-        if rest > 0:
-            body += f"\n[{rest} more lines; continue with offset={args.offset + len(chosen)}]"
-        return ToolResult.ok(body or "(empty file)")
+        rel = ws.rel(path)
+        data = ws.read_bytes(path)
+        if is_binary(data):
+            raise ToolError(f"{rel} is a binary file ({len(data)} bytes); read_file shows text files only")
+        ws.record_read(path, data)
+        lines = lines_of(data.decode("utf-8", errors="replace"))
+        if not lines:
+            return ToolResult.ok(f"{rel} is empty (0 lines)")
+        if args.offset >= len(lines):
+            raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {len(lines)} lines")
+        page = fit_page(lines, args.offset, args.limit)
+        body = numbered(page, args.offset + 1)
+        end = args.offset + len(page)
+        if end < len(lines):
+            body += (f"\n[lines {args.offset + 1}-{end} of {len(lines)} in {rel}; "
+                     f"{len(lines) - end} more; continue with offset={end}]")
+        return ToolResult.ok(body)
+
+
+def fit_page(lines: list[str], offset: int, limit: int) -> list[str]:
+    """Up to `limit` lines from `offset`, stopping before the page passes READ_MAX_BYTES (at least one line)."""
+    page, size = [], 0
+    for line in lines[offset : offset + limit]:
+        size += min(len(line), LINE_MAX_CHARS) + 8
+        if page and size > READ_MAX_BYTES:
+            break
+        page.append(line)
+    return page
+
+
+@dataclass(frozen=True)
+class Change:
+    """A file's bytes before (None: new file) and after a write or an edit, not yet on disk."""
+
+    path: Path
+    rel: str
+    old: bytes | None
+    new: bytes
+
+    def diff(self) -> str:
+        before = "" if self.old is None else self.old.decode("utf-8", errors="replace")
+        return unified_diff(before, self.new.decode("utf-8", errors="replace"), self.rel)
+
+    def apply(self, ws: Workspace) -> None:
+        """Write the new bytes; the agent's own write counts as a read for the stale check."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_bytes(self.new)
+        except OSError as exc:
+            raise ToolError(f"cannot write {self.rel}: {exc.strerror}") from None
+        ws.record_read(self.path, self.new)
+
+
+def preview_of(plan: Callable[[], Change]) -> str:
+    """The diff an approval prompt shows, or why the call would fail."""
+    try:
+        return plan().diff()
+    except ToolError as exc:
+        return f"(this call will fail: {exc})"
 
 
 class WriteParams(BaseModel):
@@ -55,54 +153,177 @@ class WriteParams(BaseModel):
 
 class WriteFile(Tool):
     name = "write_file"
-    description = "Create or overwrite a file in the workspace with the given content. Parent directories are created."
+    description = (
+        "Create a file or replace its whole content. Parent directories are created. "
+        "Returns the diff against the old content. For small changes to an existing file prefer edit_file."
+    )
     params = WriteParams
 
-    def run(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
+    def plan(self, args: WriteParams, ctx: ToolContext) -> Change:
         ws = ctx.workspace
         path = ws.resolve(args.path)
-        if path.is_dir():
-            raise ToolError(f"{ws.rel(path)} is a directory")
-        old = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(args.content, encoding="utf-8")
-        ws.record_read(path)
-        rel = ws.rel(path)
-        lines = len(args.content.splitlines())
-        if old is None:
-            return ToolResult.ok(f"wrote {rel}: new file, {lines} lines", display=unified_diff("", args.content, rel))
-        diff = unified_diff(old, args.content, rel)
-        return ToolResult.ok(f"wrote {rel}: {lines} lines\n{diff}", display=diff)
+        if path == ws.root or path.is_dir():
+            raise ToolError(f"{ws.rel(path)} is a directory; give a file path")
+        old = ws.read_bytes(path) if path.exists() else None
+        return Change(path, ws.rel(path), old, args.content.encode("utf-8"))
+
+    def preview(self, args: WriteParams, ctx: ToolContext) -> str:
+        return preview_of(lambda: self.plan(args, ctx))
+
+    def run(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
+        change = self.plan(args, ctx)
+        if change.old == change.new:
+            ctx.workspace.record_read(change.path, change.new)
+            return ToolResult.ok(f"{change.rel} unchanged: it already has this content")
+        change.apply(ctx.workspace)
+        count = len(lines_of(args.content))
+        diff = change.diff()
+        if change.old is None:
+            return ToolResult.ok(f"created {change.rel}: new file, {count} lines", display=diff)
+        return ToolResult.ok(f"wrote {change.rel}: {count} lines ({diff_stat(diff)})\n{clip_diff(diff)}",
+                             display=diff)
 
 
 class EditParams(BaseModel):
     path: str = Field(description="file path relative to the workspace root")
-    old_string: str = Field(description="exact text to replace; must match exactly once")
+    old_string: str = Field(description="exact text to replace, whitespace included; must match exactly once")
     new_string: str = Field(description="replacement text")
+    replace_all: bool = Field(False, description="replace every occurrence instead of exactly one")
 
 
 class EditFile(Tool):
     name = "edit_file"
     description = (
-        "Replace old_string with new_string in a file. old_string must match the file exactly "
-        "(whitespace included) and exactly once. Read the file first."
+        "Replace old_string with new_string in a file you have read with read_file. old_string must match "
+        "the file exactly (whitespace and indentation included, without read_file's line numbers) and "
+        "exactly once, unless replace_all is true. Include surrounding lines to make it unique. "
+        "Returns the diff."
     )
     params = EditParams
 
-    def run(self, args: EditParams, ctx: ToolContext) -> ToolResult:
+    def plan(self, args: EditParams, ctx: ToolContext) -> tuple[Change, str]:
+        """The change and what it replaces; ToolError (file untouched) when the edit is not exact."""
         ws = ctx.workspace
         path = ws.resolve(args.path)
-        if not path.is_file():
-            raise ToolError(f"{ws.rel(path)} does not exist")
-        ws.check_fresh(path)
-        old = path.read_text(encoding="utf-8")
-        count = old.count(args.old_string) if args.old_string else 0
-        if count == 0:
-            raise ToolError(f"old_string not found in {ws.rel(path)}; read the file and copy the text exactly")
-        if count > 1:
-            raise ToolError(f"old_string matches {count} times in {ws.rel(path)}; include more context")
-        new = old.replace(args.old_string, args.new_string, 1)
-        path.write_text(new, encoding="utf-8")
-        ws.record_read(path)
-        diff = unified_diff(old, new, ws.rel(path))
-        return ToolResult.ok(f"edited {ws.rel(path)}\n{diff}", display=diff)
+        rel = ws.rel(path)
+        data = ws.read_bytes(path)
+        if is_binary(data):
+            raise ToolError(f"{rel} is a binary file; edit_file changes text files only")
+        ws.check_fresh(path, data)
+        if not args.old_string:
+            raise ToolError("old_string is empty; to create or replace a whole file use write_file")
+        if args.old_string == args.new_string:
+            raise ToolError("old_string and new_string are identical; there is nothing to change")
+        # surrogateescape keeps bytes that are not UTF-8 exactly as they were.
+        text = data.decode("utf-8", errors="surrogateescape")
+        old, new = crlf_aware(text, args.old_string, args.new_string)
+        starts = match_starts(text, old)
+        if not starts:
+            raise ToolError(f"old_string was not found in {rel}. {near_miss(text, old)}")
+        if len(starts) > 1 and not args.replace_all:
+            raise ToolError(
+                f"old_string matches {len(starts)} times in {rel}, at lines {line_list(text, starts)}; "
+                "the file is unchanged. Include more surrounding lines so it matches once, "
+                "or set replace_all to change every occurrence."
+            )
+        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        what = f"{len(starts)} occurrences" if len(starts) > 1 else f"1 occurrence at line {line_list(text, starts)}"
+        return Change(path, rel, data, updated.encode("utf-8", errors="surrogateescape")), what
+
+    def preview(self, args: EditParams, ctx: ToolContext) -> str:
+        return preview_of(lambda: self.plan(args, ctx)[0])
+
+    def run(self, args: EditParams, ctx: ToolContext) -> ToolResult:
+        change, what = self.plan(args, ctx)
+        change.apply(ctx.workspace)
+        diff = change.diff()
+        return ToolResult.ok(f"edited {change.rel}: replaced {what} ({diff_stat(diff)})\n{clip_diff(diff)}",
+                             display=diff)
+
+
+def crlf_aware(text: str, old: str, new: str) -> tuple[str, str]:
+    """In a CRLF file, LF-only strings from the model mean CRLF (read_file does not show the \\r)."""
+    if "\r\n" in text and "\n" in old and "\r\n" not in old:
+        return old.replace("\n", "\r\n"), new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return old, new
+
+
+def match_starts(text: str, old: str) -> list[int]:
+    """Offsets of the non-overlapping occurrences, as str.replace would see them."""
+    starts, i = [], text.find(old)
+    while i >= 0:
+        starts.append(i)
+        i = text.find(old, i + len(old))
+    return starts
+
+
+def line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def line_list(text: str, starts: list[int], most: int = 20) -> str:
+    shown = ", ".join(str(line_of(text, s)) for s in starts[:most])
+    return shown + (f" and {len(starts) - most} more" if len(starts) > most else "")
+
+
+def near_miss(text: str, old: str) -> str:
+    """What the model should do after a failed match: the likely cause and where the text really is."""
+    old_lines = old.removesuffix("\n").split("\n")
+    if all(NUMBER_PREFIX.match(line) for line in old_lines if line.strip()):
+        return ("old_string starts its lines with line numbers from read_file's output; "
+                "send the file's text without the numbers and the tab after them.")
+    span = whitespace_match(text, old)
+    if span:
+        first, last = span
+        return (f"Lines {first}-{last} match it except for whitespace or indentation; copy them exactly "
+                f"as they are in the file:\n{excerpt(text, first, last)}")
+    similar = similar_lines(text, old_lines)
+    if similar:
+        first, last, ratio = similar
+        return (f"The most similar text is at lines {first}-{last} ({ratio:.0%} alike); "
+                f"read the file again and copy the text exactly:\n{excerpt(text, first, last)}")
+    return "Read the file again and copy the text to replace exactly, including whitespace."
+
+
+def whitespace_match(text: str, old: str) -> tuple[int, int] | None:
+    """First and last line of a place where `old` matches once all whitespace is ignored."""
+    squashed_old = "".join(old.split())
+    if not squashed_old:
+        return None
+    chars, lines, line = [], [], 1
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        elif not ch.isspace():
+            chars.append(ch)
+            lines.append(line)
+    at = "".join(chars).find(squashed_old)
+    if at < 0:
+        return None
+    return lines[at], lines[at + len(squashed_old) - 1]
+
+
+def similar_lines(text: str, old_lines: list[str]) -> tuple[int, int, float] | None:
+    """The window of the file most like `old_lines` (difflib ratio >= 0.6); bounded work on big files."""
+    lines = text.split("\n")
+    size = len(old_lines)
+    if size * len(lines) > 400_000:
+        return None
+    target = "\n".join(old_lines)
+    best: tuple[int, int, float] | None = None
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(target)
+    for i in range(max(1, len(lines) - size + 1)):
+        matcher.set_seq1("\n".join(lines[i : i + size]))
+        if matcher.real_quick_ratio() < 0.6 or matcher.quick_ratio() < 0.6:
+            continue
+        ratio = matcher.ratio()
+        if ratio >= 0.6 and (best is None or ratio > best[2]):
+            best = (i + 1, min(i + size, len(lines)), ratio)
+    return best
+
+
+def excerpt(text: str, first: int, last: int, most: int = 12) -> str:
+    lines = lines_of(text)[first - 1 : min(last, first + most - 1)]
+    return numbered(lines, first)
+

@@ -1,0 +1,211 @@
+"""Checkpoints of one workspace over time: take one, list them, undo, redo, rewind, diff.
+
+Commits on the shadow ref are the checkpoints. Their messages carry trailers: the kind
+(`tool` before a call; `undo`/`redo`/`rewind` for the state saved before a restore), the
+session id and the index of the message the checkpoint precedes. Two small files in the
+shadow git directory hold the rest: the undo stack (what `redo` reverses) and a journal
+that maps every (session, message index) where a snapshot was taken, or found unchanged,
+to the commit holding that state, so a rewind finds it even when no new commit was made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from loopagent.checkpoint.shadow import REF, CheckpointError, ShadowRepo, Staged
+from loopagent.session.catalog import workspace_key
+
+FIELDS = ["%H", "%ct", "%s", "%(trailers:key=Loop-Kind,valueonly)", "%(trailers:key=Loop-Session,valueonly)",
+          "%(trailers:key=Loop-Message,valueonly)"]
+
+
+class NothingToDo(CheckpointError):
+    """Nothing to undo or redo: not a failure of the workspace, just nothing there."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    commit: str
+    time: int
+    message: str
+    kind: str = "tool"
+    session: str = ""
+    index: int | None = None
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one checkpoint attempt did: `commit` is None when the tree had not changed."""
+
+    commit: str | None
+    staged: Staged
+
+
+def checkpoints_dir(home: Path, workspace: Path) -> Path:
+    """The shadow git directory of a workspace."""
+    return home / "checkpoints" / workspace_key(workspace)
+
+
+class Timeline:
+    def __init__(self, repo: ShadowRepo):
+        self.repo = repo
+        self.stack_file = repo.git_dir / "loop-undo.json"
+        self.journal_file = repo.git_dir / "loop-journal.jsonl"
+
+    @classmethod
+    def open(cls, home: Path, workspace: Path, max_bytes: int = 5_000_000) -> Timeline:
+        """The timeline of a workspace (its shadow repository is created on the first checkpoint)."""
+        return cls(ShadowRepo(checkpoints_dir(home, workspace), workspace, max_bytes))
+
+    # ---- taking checkpoints ----------------------------------------------------------------
+
+    def checkpoint(self, label: str, session: str = "", index: int | None = None) -> Snapshot:
+        """Snapshot the workspace before a change, unless it equals the newest checkpoint."""
+        self.repo.init()
+        staged = self.repo.stage()
+        head = self.repo.head()
+        commit = None
+        if head is None or self.repo.tree_of(head) != staged.tree:
+            commit = self.repo.commit(staged.tree, message(label, "tool", session, index), head)
+            self.write_stack([])  # new changes: what was undone can no longer be redone
+        if session:
+            self.journal(session, index, commit or head or "")
+        return Snapshot(commit, staged)
+
+    def save(self, staged: Staged, label: str, kind: str) -> str:
+        """The current state as a commit (a new one only if it differs from the newest)."""
+        head = self.repo.head()
+        if head is not None and self.repo.tree_of(head) == staged.tree:
+            return head
+        return self.repo.commit(staged.tree, message(label, kind), head)
+
+    def journal(self, session: str, index: int | None, commit: str) -> None:
+        """Note which commit holds the files as they were when `session` had `index` messages."""
+        with self.journal_file.open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"session": session, "index": index, "commit": commit}) + "\n")
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def list(self) -> list[Checkpoint]:
+        """Every checkpoint, newest first (including the states saved before undo/redo/rewind)."""
+        if not self.repo.exists or self.repo.head() is None:
+            return []
+        out = self.repo.git("log", "--format=" + "%x1f".join(FIELDS) + "%x1e", REF)
+        found = []
+        for entry in out.split("\x1e"):
+            parts = entry.strip("\n").split("\x1f")
+            if len(parts) != len(FIELDS):
+                continue
+            sha, when, subject, kind, session, index = (p.strip() for p in parts)
+            found.append(Checkpoint(sha, int(when), subject, kind or "tool", session,
+                                    int(index) if index.isdigit() else None))
+        return found
+
+    def diff_since(self, session: str) -> str:
+        """Unified diff of the workspace now against its state before the session's first change."""
+        start = next((e["commit"] for e in self.entries() if e["session"] == session and e["commit"]), None)
+        if start is None:
+            return ""
+        tree = self.repo.stage().tree
+        return self.repo.git("diff", "--no-color", "--no-ext-diff", start, tree)
+
+    def entries(self) -> list[dict]:
+        """The journal, oldest first."""
+        try:
+            lines = self.journal_file.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue  # a torn journal line loses one rewind point, nothing else
+        return out
+
+    # ---- moving back and forth ---------------------------------------------------------------
+
+    def undo(self) -> Checkpoint:
+        """Restore the newest checkpoint that differs from now; repeated, step one further back each time."""
+        if not self.repo.exists:
+            raise NothingToDo("no checkpoints for this workspace yet")
+        stack, history = self.read_stack(), self.list()
+        position = next((i for i, c in enumerate(history) if stack and c.commit == stack[-1]["restored"]), -1)
+        staged = self.repo.stage()
+        for candidate in history[position + 1:]:
+            if candidate.kind == "tool" and self.repo.tree_of(candidate.commit) != staged.tree:
+                self.move_to(candidate, staged, "undo")
+                return candidate
+        raise NothingToDo("nothing to undo: the workspace is at its oldest checkpoint" if history
+                          else "no checkpoints for this workspace yet")
+
+    def redo(self) -> Checkpoint:
+        """Reverse the last undo (or rewind): back to the state saved right before it."""
+        stack = self.read_stack() if self.repo.exists else []
+        if not stack:
+            raise NothingToDo("nothing to redo")
+        entry = stack[-1]
+        staged = self.repo.stage()
+        if staged.tree != self.repo.tree_of(entry["restored"]):  # changed since the undo: keep that too
+            self.save(staged, "before redo", "redo")
+        self.repo.restore(entry["saved"], staged.tree)
+        self.write_stack(stack[:-1])
+        return next((c for c in self.list() if c.commit == entry["saved"]), Checkpoint(entry["saved"], 0, ""))
+
+    def rewind(self, session: str, index: int) -> Checkpoint | None:
+        """Restore the files as they were when the session had `index` messages; None if unchanged since."""
+        entry = next((e for e in self.entries() if e["session"] == session and e["index"] is not None
+                      and e["index"] >= index and e["commit"]), None)
+        if entry is None:
+            return None
+        target = next((c for c in self.list() if c.commit == entry["commit"]), None)
+        if target is None:
+            raise CheckpointError(f"checkpoint {entry['commit'][:8]} is missing from the shadow repository")
+        staged = self.repo.stage()
+        if self.repo.tree_of(target.commit) != staged.tree:
+            self.move_to(target, staged, "rewind")
+        return target
+
+    def move_to(self, target: Checkpoint, staged: Staged, kind: str) -> None:
+        """Save the current state (so redo can return to it), then restore `target`."""
+        saved = self.save(staged, f"before {kind} to {target.short} {target.message}", kind)
+        # Pushed before restoring: if the restore fails half-way, `redo` still returns to the saved state.
+        self.write_stack([*self.read_stack(), {"saved": saved, "restored": target.commit}])
+        try:
+            self.repo.restore(target.commit, staged.tree)
+        except CheckpointError as exc:
+            raise CheckpointError(f"{exc}; the state before the {kind} is saved as {saved[:8]}: "
+                                  "`loop redo` returns to it") from None
+
+    def read_stack(self) -> list[dict]:
+        try:
+            stack = json.loads(self.stack_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+        return stack if isinstance(stack, list) else []
+
+    def write_stack(self, stack: list[dict]) -> None:
+        if not stack and not self.stack_file.exists():
+            return
+        tmp = self.stack_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(stack), encoding="utf-8")
+        os.replace(tmp, self.stack_file)
+
+
+def message(label: str, kind: str, session: str = "", index: int | None = None) -> str:
+    """Commit message: a one-line subject, then trailers that tools and `loop checkpoints` read."""
+    subject = " ".join(label.split())
+    subject = subject if len(subject) <= 100 else subject[:99] + "…"
+    trailers = [f"Loop-Kind: {kind}"]
+    if session:
+        trailers.append(f"Loop-Session: {session}")
+    if index is not None:
+        trailers.append(f"Loop-Message: {index}")
+    return f"{subject}\n\n" + "\n".join(trailers) + "\n"

@@ -1,0 +1,169 @@
+"""What a run leaves on disk: its session file and its checkpoints, attached to an agent as listeners."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from loopagent.config import Settings, loop_home
+from loopagent.events import Compacted
+from loopagent.loop import Agent
+from loopagent.messages import Message, SystemMessage, UserMessage
+from loopagent.session import SessionError, SessionWriter, Summary, find, header, listing, load, new_path
+
+CONTINUE = "Continue."
+
+
+@dataclass
+class Recording:
+    """The session a run writes to, the history the run starts from, and its checkpoints (or None)."""
+
+    writer: SessionWriter
+    history: list[Message]
+    task: str
+    workspace: Path
+    settings: Settings
+    compacted: list[Compacted] = field(default_factory=list)  # compactions of a resumed session, in order
+    checkpoints: Any = None  # a checkpoint.Recorder when checkpoints are on
+
+    @property
+    def id(self) -> str:
+        return self.writer.id
+
+    @property
+    def path(self) -> Path:
+        return self.writer.path
+
+    def fork(self, history: list[Message]) -> None:
+        """Continue in a new session file holding `history` (after /clear, or a rewound conversation)."""
+        task = next((m.content for m in history if isinstance(m, UserMessage)), "")
+        path = new_path(loop_home(), self.workspace, task)
+        self.writer.switch(path, header(path.stem, self.workspace, self.settings.model, self.settings.base_url,
+                                        task), history)
+        if self.checkpoints is not None:
+            self.checkpoints.session, self.checkpoints.next_index = self.id, len(history)
+
+    def services(self) -> dict[str, Any]:
+        """What the interactive REPL's slash commands use."""
+        out: dict[str, Any] = {
+            "sessions": lambda: [describe_session(s) for s in listing(loop_home(), self.workspace)],
+            "new_session": lambda repl: self.fork(repl.history),
+            "fork_session": lambda repl: self.fork(repl.history),
+        }
+        if self.checkpoints is not None:
+            out["checkpoints"] = CheckpointCommands(self)
+        return out
+
+
+def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, resume: str | None,
+           system: str, interactive: bool = False) -> Recording:
+    """Open (or resume) the session and hang the writer and the checkpoint recorder on `agent`.
+
+    A new session starts with the system message (and the task, unless interactive). Raises
+    SessionError when a session cannot be found, read or written.
+    """
+    home = loop_home()
+    if resume:
+        rec = resumed(agent, home, workspace, settings, resume, task, interactive)
+    else:
+        path = new_path(home, workspace, task or "")
+        head = header(path.stem, workspace, settings.model, settings.base_url, task or "")
+        writer = SessionWriter.create(path, head)
+        agent.listeners.insert(0, writer)
+        rec = Recording(writer, [], task or "", workspace, settings)
+    if settings.checkpoints:
+        from loopagent.checkpoint import Recorder, Timeline
+
+        timeline = Timeline.open(home, workspace, settings.checkpoint_max_bytes)
+        rec.checkpoints = Recorder(timeline, rec.id, len(rec.history), emit=agent.emit)
+        agent.listeners.append(rec.checkpoints)
+    if not resume:
+        agent.add(rec.history, SystemMessage(system))
+        if not interactive:
+            agent.add(rec.history, UserMessage(rec.task))
+    return rec
+
+
+def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
+            interactive: bool) -> Recording:
+    """Load a saved session, report and record its repairs, and append the new message to it."""
+    loaded = load(find(home, workspace, spec))
+    if not loaded.history:
+        raise SessionError(f"session {loaded.id} has no messages to continue")
+    recorded_in = loaded.header.get("workspace", "")
+    if recorded_in and recorded_in != os.path.realpath(workspace):
+        print(f"loop: note: session {loaded.id} was recorded in {recorded_in}", file=sys.stderr)
+    writer = SessionWriter.reopen(loaded.path, loaded.valid_size)
+    agent.listeners.insert(0, writer)
+    for repair in loaded.repairs:
+        print(f"repair: {repair.text}", file=sys.stderr, flush=True)
+        writer.repair(repair.text, **({"dropped": repair.dropped} if repair.dropped else {}))
+    history = loaded.history
+    for result in loaded.missing:
+        agent.add(history, result)
+    context = getattr(agent, "context", None)
+    if loaded.compacted and context is not None:
+        context.restore(loaded.compacted[-1])
+    # Cut off while waiting for the model: the same request again, rather than two user messages in a row.
+    if not interactive and (task or not isinstance(history[-1], UserMessage)):
+        agent.add(history, UserMessage(task or CONTINUE))
+    last = history[-1]
+    text = last.content if isinstance(last, UserMessage) else ""
+    return Recording(writer, history, text, workspace, settings, loaded.compacted)
+
+
+def describe_session(s: Summary) -> str:
+    when = s.created[:19].replace("T", " ")
+    return f"{s.id}  {when}  {s.steps:>3} steps  {s.status:<20}  {s.task[:60]}"
+
+
+def describe_checkpoint(c: Any) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.time))
+    at = f"msg {c.index}" if c.index is not None else c.kind
+    return f"{c.short}  {when}  {at:<8}  {c.message}"
+
+
+class CheckpointCommands:
+    """/checkpoints, /undo, /redo, /diff and /rewind for the REPL: each returns what to show."""
+
+    def __init__(self, rec: Recording):
+        self.rec = rec
+
+    @property
+    def timeline(self) -> Any:
+        return self.rec.checkpoints.timeline
+
+    def lines(self) -> list[str]:
+        found = self.timeline.list()
+        return [describe_checkpoint(c) for c in found] or ["no checkpoints yet"]
+
+    def undo(self) -> str:
+        from loopagent.checkpoint import NothingToDo
+
+        try:
+            c = self.timeline.undo()
+        except NothingToDo as exc:
+            return str(exc)
+        return f"undone: the files are as they were at {c.short} ({c.message})"
+
+    def redo(self) -> str:
+        from loopagent.checkpoint import NothingToDo
+
+        try:
+            c = self.timeline.redo()
+        except NothingToDo as exc:
+            return str(exc)
+        return f"redone: the files are back to {c.short} ({c.message})"
+
+    def diff(self) -> str:
+        return self.timeline.diff_since(self.rec.id)
+
+    def rewind(self, index: int) -> str:
+        c = self.timeline.rewind(self.rec.id, index)
+        if c is None:
+            return "no file changes since that message"
+        return f"files restored to {c.short} ({c.message}); /redo reverses this"

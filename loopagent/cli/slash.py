@@ -1,0 +1,224 @@
+"""Slash commands of the REPL. Each is a function (repl, argument, prompt) -> exit code or None."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from loopagent.messages import AssistantMessage, UserMessage
+
+if TYPE_CHECKING:
+    from loopagent.cli.repl import Repl
+
+Handler = Callable[["Repl", str, Any], "int | None"]
+
+
+@dataclass(frozen=True)
+class Command:
+    run: Handler
+    help: str
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str, help: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name] = Command(fn, help)
+        return fn
+
+    return register
+
+
+def dispatch(repl: Repl, line: str, prompt: Any) -> int | None:
+    """Run one slash command line; an exit code ends the REPL. Errors are one line, never a traceback."""
+    name, _, arg = line.strip().partition(" ")
+    cmd = COMMANDS.get(name)
+    if cmd is None:
+        repl.renderer.say(f"unknown command {name}; commands: {' '.join(COMMANDS)}", "red")
+        return None
+    try:
+        return cmd.run(repl, arg.strip(), prompt)
+    except Exception as exc:  # a failing command must not end the session
+        repl.renderer.say(f"error: {name} failed: {exc}", "red")
+        return None
+
+
+def service(repl: Repl, name: str) -> Any:
+    """A part that another module provides (checkpoints, sessions, context), or None when it is off."""
+    return repl.services.get(name) or getattr(repl.agent, name, None)
+
+
+@command("/help", "list the commands")
+def show_help(repl: Repl, arg: str, prompt: Any) -> None:
+    for name, cmd in COMMANDS.items():
+        repl.renderer.say(f"  {name:<13} {cmd.help}")
+    repl.renderer.say("  Esc+Enter or a trailing \\ adds a line; Ctrl+C cancels a turn; Ctrl+D exits.", "dim")
+
+
+@command("/exit", "leave (exit code 0)")
+def leave(repl: Repl, arg: str, prompt: Any) -> int:
+    return 0
+
+
+@command("/model", "show or switch the model: /model NAME")
+def model(repl: Repl, arg: str, prompt: Any) -> None:
+    if not arg:
+        repl.renderer.say(f"model: {repl.settings.model}")
+        return
+    client = repl.agent.model
+    if hasattr(client, "model"):
+        client.model = arg
+    repl.settings = repl.settings.model_copy(update={"model": arg})
+    repl.renderer.say(f"model: {arg}")
+
+
+@command("/approval", "show or switch the approval mode: /approval ask|edits|all")
+def approval(repl: Repl, arg: str, prompt: Any) -> None:
+    from loopagent.policy import MODES
+
+    policy = repl.agent.policy
+    if not arg:
+        repl.renderer.say(f"approval: {policy.mode}")
+        return
+    if arg not in MODES:
+        repl.renderer.say(f"error: approval mode must be one of {', '.join(MODES)}", "red")
+        return
+    policy.mode = arg
+    repl.settings = repl.settings.model_copy(update={"approval": arg})
+    repl.renderer.say(f"approval: {arg}")
+
+
+@command("/tokens", "tokens per turn and the share of tool results")
+def tokens(repl: Repl, arg: str, prompt: Any) -> None:
+    from loopagent.cli.repl import tokens_label
+
+    rows = [(t.step, t.usage.prompt_tokens, t.usage.completion_tokens, f"{t.tool_share:.0%}") for t in repl.turns]
+    if not rows:  # no accounting events: what the server reported per reply
+        replies = [m for m in repl.history if isinstance(m, AssistantMessage) and m.usage]
+        rows = [(n, m.usage.prompt_tokens, m.usage.completion_tokens, "?") for n, m in enumerate(replies, 1)]
+    if not rows:
+        repl.renderer.say("no model requests yet")
+        return
+    repl.renderer.say(f"  {'turn':>4} {'prompt':>8} {'completion':>10} {'tool results':>12}", "bold")
+    for step, p, c, share in rows:
+        repl.renderer.say(f"  {step:>4} {p:>8} {c:>10} {share:>12}")
+    total_p, total_c = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    used, size = tokens_label(repl.context_used), tokens_label(repl.settings.ctx_size)
+    repl.renderer.say(f"  {'all':>4} {total_p:>8} {total_c:>10}   (in use now: {used} of {size})")
+
+
+@command("/compact", "summarise older turns now: /compact [focus]")
+def compact(repl: Repl, arg: str, prompt: Any) -> None:
+    context = service(repl, "context")
+    if context is None:
+        repl.renderer.say("compaction is not available in this build", "yellow")
+        return
+    try:
+        event = context.compact(repl.history, repl.agent.model, repl.agent.emit, focus=arg)
+    except KeyboardInterrupt:
+        repl.renderer.say("compaction cancelled", "yellow")
+        return
+    if event is None:
+        repl.renderer.say("nothing to compact yet: the conversation is short")
+    else:
+        repl.renderer.say(f"compacted: {event.tokens_before} -> {event.tokens_after} tokens")
+
+
+@command("/clear", "start a new conversation (a new session)")
+def clear(repl: Repl, arg: str, prompt: Any) -> None:
+    del repl.history[1:]  # the system prompt stays
+    repl.turns.clear()
+    repl.context_used = len(getattr(repl.history[0], "content", "")) // 4 if repl.history else 0
+    restart = repl.services.get("new_session")
+    if restart is not None:
+        restart(repl)
+    repl.renderer.say("new conversation")
+
+
+@command("/sessions", "list this workspace's sessions")
+def sessions(repl: Repl, arg: str, prompt: Any) -> None:
+    listing = repl.services.get("sessions")
+    if listing is None:
+        repl.renderer.say("sessions are not available in this build", "yellow")
+        return
+    for line in listing():
+        repl.renderer.say(line)
+
+
+@command("/checkpoints", "list checkpoints, newest first")
+def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
+    store = service(repl, "checkpoints")
+    if store is None:
+        repl.renderer.say("checkpoints are off", "yellow")
+        return
+    for line in store.lines():
+        repl.renderer.say(line)
+
+
+@command("/undo", "restore the files to the latest checkpoint")
+def undo(repl: Repl, arg: str, prompt: Any) -> None:
+    store = service(repl, "checkpoints")
+    if store is None:
+        repl.renderer.say("checkpoints are off", "yellow")
+        return
+    repl.renderer.say(store.undo())
+
+
+@command("/redo", "reverse the last undo")
+def redo(repl: Repl, arg: str, prompt: Any) -> None:
+    store = service(repl, "checkpoints")
+    if store is None:
+        repl.renderer.say("checkpoints are off", "yellow")
+        return
+    repl.renderer.say(store.redo())
+
+
+@command("/diff", "the change to the files since the session started")
+def diff(repl: Repl, arg: str, prompt: Any) -> None:
+    from loopagent.render import diff as diffs
+
+    store = service(repl, "checkpoints")
+    if store is None:
+        repl.renderer.say("checkpoints are off", "yellow")
+        return
+    text = store.diff()
+    if not text.strip():
+        repl.renderer.say("no changes since the session started")
+        return
+    repl.renderer.show_diff(text, diffs.summary(text))
+
+
+@command("/rewind", "go back to an earlier message: conversation, files, or both")
+def rewind(repl: Repl, arg: str, prompt: Any) -> None:
+    asked = [(i, m) for i, m in enumerate(repl.history) if isinstance(m, UserMessage)]
+    if not asked:
+        repl.renderer.say("nothing to rewind to yet")
+        return
+    for n, (_, msg) in enumerate(asked, 1):
+        first = msg.content.strip().splitlines()[0] if msg.content.strip() else ""
+        repl.renderer.say(f"  {n}. {first[:100]}")
+    choice = arg or repl.ask(prompt, "rewind to which message? (number, Enter cancels) ")
+    if not choice.isdigit() or not 1 <= int(choice) <= len(asked):
+        repl.renderer.say("rewind cancelled")
+        return
+    index, msg = asked[int(choice) - 1]
+    store = service(repl, "checkpoints")
+    what = "c"
+    if store is not None:
+        what = repl.ask(prompt, "restore [c]onversation, [f]iles or [b]oth? ").lower()[:1]
+        if what not in ("c", "f", "b"):
+            repl.renderer.say("rewind cancelled")
+            return
+    if what in ("f", "b"):
+        repl.renderer.say(store.rewind(index))
+    if what in ("c", "b"):
+        dropped = len(repl.history) - index
+        del repl.history[index:]
+        fork = repl.services.get("fork_session")
+        if fork is not None:
+            fork(repl)
+        repl.renderer.say(f"conversation rewound: {dropped} messages dropped")
+    repl.prefill = msg.content
+

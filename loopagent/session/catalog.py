@@ -1,0 +1,134 @@
+"""Where sessions live, how they are named, found and summarised.
+
+`$LOOP_HOME/sessions/<workspace key>/<UTC timestamp>-<label>.jsonl`; the file name
+without `.jsonl` is the session id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+SUFFIX = ".jsonl"
+
+
+class SessionError(Exception):
+    """A session cannot be found, read or written; the message says which and why (exit 1)."""
+
+
+def workspace_key(workspace: Path) -> str:
+    """A readable, stable directory name for a workspace: its slug plus a short hash of its real path."""
+    real = os.path.realpath(workspace)
+    slug = re.sub(r"[^a-z0-9]+", "-", Path(real).name.lower()).strip("-")[:40] or "root"
+    return f"{slug}-{hashlib.sha256(real.encode()).hexdigest()[:8]}"
+
+
+def sessions_dir(home: Path, workspace: Path) -> Path:
+    """Where a workspace's session files live."""
+    return home / "sessions" / workspace_key(workspace)
+
+
+def label(task: str) -> str:
+    """A short file-name label from the first words of the task."""
+    words = re.findall(r"[a-z0-9]+", task.lower())[:6]
+    return "-".join(words)[:40].strip("-") or "session"
+
+
+def new_path(home: Path, workspace: Path, task: str, now: datetime | None = None) -> Path:
+    """A fresh session path (the directory is created; the file is not)."""
+    directory = sessions_dir(home, workspace)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SessionError(f"cannot create the session directory {directory}: {exc.strerror or exc}") from None
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{stamp}-{label(task)}"
+    path, n = directory / f"{base}{SUFFIX}", 1
+    while path.exists():  # two sessions in one second: number the later one
+        n += 1
+        path = directory / f"{base}-{n}{SUFFIX}"
+    return path
+
+
+@dataclass(frozen=True)
+class Summary:
+    id: str
+    path: Path
+    created: str
+    steps: int
+    status: str
+    task: str
+
+
+def read_header(path: Path) -> dict:
+    """The first line of a session file as a dict ({} when it is missing or unreadable)."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline()
+        header = json.loads(first)
+    except (OSError, ValueError):
+        return {}
+    return header if isinstance(header, dict) and header.get("type") == "header" else {}
+
+
+def summarise(path: Path) -> Summary:
+    """Id, time, steps (model replies), last status and task of one session file."""
+    header = read_header(path)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        data = b""
+    steps = data.count(b'"role":"assistant"')
+    status = "unfinished"  # no end record after the last message: still running, or killed
+    for line in reversed(data.splitlines()):
+        if b'"type":"message"' in line:
+            break
+        if line.startswith(b'{"type":"end"'):
+            try:
+                status = json.loads(line).get("status", status)
+            except ValueError:
+                pass
+            break
+    task = str(header.get("task", "")).strip().split("\n", 1)[0]
+    return Summary(path.stem, path, str(header.get("created", "")), steps, status, task)
+
+
+def paths(home: Path, workspace: Path) -> list[Path]:
+    """The workspace's session files, newest first (by the creation time in their headers)."""
+    directory = sessions_dir(home, workspace)
+    if not directory.is_dir():
+        return []
+    found = [p for p in directory.glob(f"*{SUFFIX}") if p.is_file()]
+    return sorted(found, key=lambda p: (str(read_header(p).get("created", "")), p.stem), reverse=True)
+
+
+def listing(home: Path, workspace: Path) -> list[Summary]:
+    """The workspace's sessions, newest first."""
+    return [summarise(p) for p in paths(home, workspace)]
+
+
+def find(home: Path, workspace: Path, spec: str) -> Path:
+    """The session file `spec` names: "last", an id (or a unique prefix of one), or a path."""
+    candidate = Path(spec).expanduser()
+    if spec.endswith(SUFFIX) or os.sep in spec:
+        if candidate.is_file():
+            return candidate
+        raise SessionError(f"no session file at {spec}")
+    sessions = paths(home, workspace)
+    if not sessions:
+        raise SessionError(f"no saved sessions for workspace {os.path.realpath(workspace)}")
+    if spec == "last":
+        return sessions[0]
+    exact = [p for p in sessions if p.stem == spec]
+    matches = exact or [p for p in sessions if p.stem.startswith(spec)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise SessionError(f"no session {spec!r} in this workspace; `loop sessions` lists them")
+    names = ", ".join(p.stem for p in matches[:5])
+    raise SessionError(f"session {spec!r} is ambiguous ({names}); give more of the id")
