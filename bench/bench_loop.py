@@ -4,9 +4,9 @@
 Two models: an instant fake server (real HTTP, real SSE), and an in-process model that encodes
 the full request body exactly as the HTTP client does and answers from saved chunks. The CPU
 time of the loop's thread per turn (request encoding, stream assembly, validation, tool,
-listeners) must stay flat as the history grows; over HTTP the protocol itself makes the client
-send the whole history every turn, so transport grows with it (the context manager bounds it by
---ctx-size in real runs).
+listeners, context window) grows only until the request fills --ctx-size (16384, the default,
+reached near turn 100) and is flat from there to turn 1,000: nothing per turn rescans or
+re-encodes the whole history.
 
     python bench/bench_loop.py [--quick]
 """
@@ -28,7 +28,10 @@ from loopagent.loop import Agent, Limits  # noqa: E402
 from loopagent.messages import SystemMessage, UserMessage  # noqa: E402
 from loopagent.tools import Registry, ToolContext, default_tools  # noqa: E402
 from loopagent.tools.workspace import Workspace  # noqa: E402
-from tests.fakeserver import FakeServer, Reply, tool_events  # noqa: E402
+from tests.fakeserver import FakeServer, Reply, text_events, tool_events  # noqa: E402
+
+# Three files read in turn: the same call with the same result in a row would be a loop.
+EVENTS = [tool_events(("read_file", {"path": f"small{i}.py"})) for i in range(3)]
 
 
 class InProcessModel:
@@ -41,9 +44,17 @@ class InProcessModel:
         self.encoder.encode("bench", messages, tools, 4096)
         self.calls += 1
         turn = TurnAssembler()
-        for c in self.turns[self.calls % len(self.turns)]:
+        # A request without tools is the context manager asking for a compaction summary.
+        for c in self.turns[self.calls % len(self.turns)] if tools else SUMMARY:
             turn.feed(c)
         return turn.finish()
+
+
+SUMMARY = text_events("Read small0.py, small1.py and small2.py repeatedly; nothing changed. Next: stop.")
+
+
+def reply_to(body: dict, k: int) -> Reply:
+    return Reply(events=SUMMARY if "tools" not in body else EVENTS[k % 3])
 
 
 def per_turn_cpu(model, ws: Path, turns: int) -> list[float]:
@@ -64,15 +75,14 @@ def around(values: list[float], mark: int) -> float:
 def main() -> None:
     turns = 200 if "--quick" in sys.argv else 1000
     marks = [m for m in (10, 100) if m < turns - 10] + [turns - 5]
-    # Three files read in turn: the same call with the same result in a row would be a loop.
-    events = [tool_events(("read_file", {"path": f"small{i}.py"})) for i in range(3)]
+    events = EVENTS
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         for i in range(3):
             (ws / f"small{i}.py").write_text("".join(f"line {n} of {i}\n" for n in range(20)))
         local = per_turn_cpu(InProcessModel(events), ws, turns)
         with FakeServer() as server:
-            server.add(*(Reply(events=events[k % 3]) for k in range(turns + 1)))
+            server.add(*(lambda body, k=k: reply_to(body, k) for k in range(2 * turns)))
             client = OpenAIClient(base_url=server.url, model="bench")
             http = per_turn_cpu(client, ws, turns)
             client.close()

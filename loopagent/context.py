@@ -249,6 +249,9 @@ class ContextWindow:
     summary: str = ""
     upto: int = 0  # history[:upto] after the task is covered by `summary`
     calibration: float = 1.0  # server-counted / estimated prompt tokens, only ever >= 1
+    # history index -> (original result, how it is shown, the shown copy): see `shown`
+    _shown: dict[int, tuple[ToolResult, tuple, ToolResult]] = field(default_factory=dict, repr=False)
+    _summary_message: UserMessage | None = field(default=None, repr=False)
     fixed: int = 0  # tokens of the tool schemas of the last request
 
     @property
@@ -281,7 +284,10 @@ class ContextWindow:
         out: list[Message] = [m for m in history[:task] if isinstance(m, SystemMessage)]
         out.append(history[task])
         out += [m for m in history[task + 1: self.upto] if isinstance(m, UserMessage) and not is_nudge(m.content)]
-        out.append(UserMessage(f"{SUMMARY_HEADER}\n\n{self.summary}"))
+        text = f"{SUMMARY_HEADER}\n\n{self.summary}"
+        if self._summary_message is None or self._summary_message.content != text:
+            self._summary_message = UserMessage(text)  # one object per summary: see `shown`
+        out.append(self._summary_message)
         return out
 
     def tail_start(self, history: Sequence[Message]) -> int:
@@ -293,14 +299,24 @@ class ContextWindow:
         return max(CLIP_MIN, int((self.limit - self.fixed - system) * RESULT_CAP))
 
     def shown(self, i: int, msg: ToolResult, cap_tokens: int) -> ToolResult:
+        """The result as sent: stubbed, clipped, or as it is. The same object from turn to turn,
+        so the client's per-message encoding cache keeps working."""
         if i in self.stubs:
-            return replace(msg, content=self.stubs[i])
-        if i in self.clipped:
-            return replace(msg, content=clip_text(msg.content, CLIP_KEEP))
-        size = estimate_tokens(msg.content)
-        if size > cap_tokens:
-            return replace(msg, content=clip_text(msg.content, len(msg.content) * cap_tokens // size))
-        return msg
+            variant: tuple = ("stub", self.stubs[i])
+        elif i in self.clipped:
+            variant = ("clip", CLIP_KEEP)
+        else:
+            size = estimate_tokens(msg.content)
+            if size <= cap_tokens:
+                return msg
+            variant = ("cap", len(msg.content) * cap_tokens // size)
+        hit = self._shown.get(i)
+        if hit is not None and hit[0] is msg and hit[1] == variant:
+            return hit[2]
+        kind, arg = variant
+        view = replace(msg, content=arg if kind == "stub" else clip_text(msg.content, arg))
+        self._shown[i] = (msg, variant, view)
+        return view
 
     def prepare(self, history: Sequence[Message], tools: list[dict], model: ModelClient,
                 emit: Callable[[Event], None] = _noop, budget: int | None = None) -> Request:
@@ -334,21 +350,27 @@ class ContextWindow:
         return Request(messages, self.tokens(messages), math.ceil(tool_tokens * self.calibration))
 
     def make_room(self, history: Sequence[Message]) -> list[Message]:
-        """Steps 1 and 2: stub superseded results, then clip the oldest large ones (not the last turn)."""
+        """Steps 1 and 2: stub superseded results, then clip the oldest large ones (not the last turn).
+
+        The running total is updated per clip rather than re-estimated: re-estimating the whole view
+        after every clip made one call quadratic in the number of tool results.
+        """
         start = self.tail_start(history)
         self.stubs.update(superseded(history, start))
-        messages = self.view(history)
-        low = int(self.limit * LOW_WATER)
-        last_turn = max((i for i, m in enumerate(history) if isinstance(m, AssistantMessage)), default=len(history))
+        total, low = self.tokens(self.view(history)), int(self.limit * LOW_WATER)
+        cap = self.result_cap(history)
+        last_turn = next((i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], AssistantMessage)),
+                         len(history))
         for i in range(start, last_turn):
-            if self.tokens(messages) <= low:
+            if total <= low:
                 break
             msg = history[i]
             if (isinstance(msg, ToolResult) and i not in self.stubs and i not in self.clipped
                     and estimate_tokens(msg.content) > CLIP_MIN):
+                before = message_tokens(self.shown(i, msg, cap))
                 self.clipped.add(i)
-                messages = self.view(history)
-        return messages
+                total -= math.floor((before - message_tokens(self.shown(i, msg, cap))) * self.calibration)
+        return self.view(history)
 
     def compact(self, history: Sequence[Message], model: ModelClient, emit: Callable[[Event], None] = _noop,
                 focus: str = "", budget: int | None = None, required: bool = False) -> Compacted | None:
@@ -388,6 +410,7 @@ class ContextWindow:
         """Forget stubs, clips and summary: they name history indices, so call it when the history is
         replaced or cut (/clear, /rewind). The calibration is kept: it belongs to the server."""
         self.stubs, self.clipped, self.summary, self.upto = {}, set(), "", 0
+        self._shown.clear()
 
     def task_index(self, history: Sequence[Message]) -> int:
         return next((i for i, m in enumerate(history) if isinstance(m, UserMessage)), 0)
