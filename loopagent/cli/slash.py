@@ -50,6 +50,14 @@ def service(repl: Repl, name: str) -> Any:
     return repl.services.get(name) or getattr(repl.agent, name, None)
 
 
+def checkpoint_store(repl: Repl) -> Any:
+    """The checkpoint store, or None after telling the user that checkpoints are off."""
+    store = service(repl, "checkpoints")
+    if store is None:
+        repl.renderer.say("checkpoints are off", "yellow")
+    return store
+
+
 @command("/help", "list the commands")
 def show_help(repl: Repl, arg: str, prompt: Any) -> None:
     for name, cmd in COMMANDS.items():
@@ -149,9 +157,8 @@ def sessions(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/checkpoints", "list checkpoints, newest first")
 def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
-    store = service(repl, "checkpoints")
+    store = checkpoint_store(repl)
     if store is None:
-        repl.renderer.say("checkpoints are off", "yellow")
         return
     for line in store.lines():
         repl.renderer.say(line)
@@ -159,18 +166,16 @@ def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/undo", "restore the files to the latest checkpoint")
 def undo(repl: Repl, arg: str, prompt: Any) -> None:
-    store = service(repl, "checkpoints")
+    store = checkpoint_store(repl)
     if store is None:
-        repl.renderer.say("checkpoints are off", "yellow")
         return
     repl.renderer.say(store.undo())
 
 
 @command("/redo", "reverse the last undo")
 def redo(repl: Repl, arg: str, prompt: Any) -> None:
-    store = service(repl, "checkpoints")
+    store = checkpoint_store(repl)
     if store is None:
-        repl.renderer.say("checkpoints are off", "yellow")
         return
     repl.renderer.say(store.redo())
 
@@ -179,9 +184,8 @@ def redo(repl: Repl, arg: str, prompt: Any) -> None:
 def diff(repl: Repl, arg: str, prompt: Any) -> None:
     from loopagent.render import diff as diffs
 
-    store = service(repl, "checkpoints")
+    store = checkpoint_store(repl)
     if store is None:
-        repl.renderer.say("checkpoints are off", "yellow")
         return
     text = store.diff()
     if not text.strip():
