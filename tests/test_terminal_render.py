@@ -188,3 +188,18 @@ def test_splitter_prints_each_block_once_and_keeps_only_the_open_one():
     assert [b.kind for b in blocks] == ["md", "code", "code", "code", "md"]
     assert "\n".join(b.text for b in blocks if b.kind == "code") == "\n".join(f"x = {i}" for i in range(100))
     assert [b.first for b in blocks if b.kind == "code"] == [True, False, False]
+
+
+def test_results_of_calls_that_ran_together_name_their_call():
+    read = ToolCall("r1", "read_file", '{"path": "a.py"}')
+    grep = ToolCall("g1", "grep", '{"pattern": "f"}')
+    out = io.StringIO()
+    render = TerminalRenderer(out, color=False)
+    for event in [TurnStart(1), AssistantDone(AssistantMessage("", tool_calls=(read, grep))),
+                  ToolCalled(read, "a.py"), ToolCalled(grep, "f"),
+                  ToolFinished(read, ToolResult("r1", "read_file", "     1\tdef f():")),
+                  ToolFinished(grep, ToolResult("g1", "grep", "a.py:1:def f():"))]:
+        render(event)
+    assert out.getvalue().splitlines() == [
+        "[1] read_file a.py", "[2] grep f", "    [1] ok: 1 line", "    [2] ok: a.py:1:def f():",
+    ]

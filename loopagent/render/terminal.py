@@ -63,7 +63,7 @@ def summary(content: str, is_error: bool) -> str:
         return "(no output)"
     if NUMBERED.match(content):  # a file read: its size says more than its first line
         count = sum(1 for ln in content.splitlines() if NUMBERED.match(ln))
-        return f"{count} lines" + (f"; {lines[-1]}" if lines[-1].startswith("[") else "")
+        return f"{count} line{'' if count == 1 else 's'}" + (f"; {lines[-1]}" if lines[-1].startswith("[") else "")
     for ln in reversed(lines):
         if VERDICT.search(ln):
             return ln.strip("= ")
@@ -173,6 +173,8 @@ class TerminalRenderer:
         self.console = Console(file=self.out, force_terminal=self.color, no_color=not self.color,
                                width=width, highlight=False, emoji=False, soft_wrap=False)
         self.calls = 0
+        self.numbers: dict[str, int] = {}  # call id -> its [N]
+        self.last_call = 0  # the [N] the most recent tool line belongs to
         self.checkpoints = 0
         self.queued: list[str] = []
         self.typing = ""  # a message being typed during a turn (the REPL's type-ahead)
@@ -235,6 +237,7 @@ class TerminalRenderer:
 
     def on_ToolCalled(self, event: ToolCalled) -> None:  # noqa: N802
         self.calls += 1
+        self.numbers[event.call.id] = self.last_call = self.calls
         subject = subject_of(event.call, event.subject)
         if self.color:
             self.console.print(Text.assemble((f"[{self.calls}] ", "dim"), (event.call.name, "bold"), " ",
@@ -253,14 +256,19 @@ class TerminalRenderer:
         change = looks_like_diff(display) and not event.result.is_error
         if change and diffs.summary(display) not in rest:
             rest = f"{rest}  {diffs.summary(display)}"
+        # Read-only calls of a turn run together: a result that does not follow its own call line
+        # says whose it is.
+        number = self.numbers.get(event.call.id, self.last_call)
+        owner = f"[{number}] " if number != self.last_call else ""
+        self.last_call = number
         if not self.color:
-            self.line(f"    {word}: {rest}")
+            self.line(f"    {owner}{word}: {rest}")
             if change:
                 self.write(diffs.plain(display, "      "))
             return
         took = time.monotonic() - self.tool_started if self.tool_started else 0.0
         style = {"ok": "green", "error": "red", "denied": "yellow"}[word]
-        line = Text.assemble("    ", (f"{word}:", style), " ", rest)
+        line = Text.assemble("    ", (owner, "dim"), (f"{word}:", style), " ", rest)
         if took >= 1.0 and word != "denied":
             line.append(f" ({took:.1f}s)", style="dim")
         self.tool_started = 0.0
