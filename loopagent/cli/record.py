@@ -51,7 +51,6 @@ class Recording:
         """What the interactive REPL's slash commands use."""
         out: dict[str, Any] = {
             "sessions": lambda: [describe_session(s) for s in listing(loop_home(), self.workspace)],
-            "new_session": lambda repl: self.fork(repl.history),
             "fork_session": lambda repl: self.fork(repl.history),
         }
         if self.checkpoints is not None:

@@ -185,7 +185,9 @@ class Repl:
         if self.agent.approver is not None:
             self.agent.approver = PausingApprover(self.agent.approver, self.typeahead)
         self.agent.listeners.append(self.observe)
-        self.context_used = sum(len(getattr(m, "content", "")) for m in self.history) // 4
+        from loopagent.context import messages_tokens
+
+        self.context_used = messages_tokens(self.history)
 
     def observe(self, event: Event) -> None:
         """Keeps what the toolbar and /tokens show."""

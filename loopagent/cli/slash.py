@@ -50,6 +50,15 @@ def service(repl: Repl, name: str) -> Any:
     return repl.services.get(name) or getattr(repl.agent, name, None)
 
 
+def history_replaced(repl: Repl) -> None:
+    """After /clear or /rewind: the context window's stubs, clips and summary name indices of the old
+    history, so they are dropped; the toolbar's estimate starts over."""
+    from loopagent.context import messages_tokens
+
+    repl.agent.context.reset()
+    repl.context_used = messages_tokens(repl.history)
+
+
 def checkpoint_store(repl: Repl) -> Any:
     """The checkpoint store, or None after telling the user that checkpoints are off."""
     store = service(repl, "checkpoints")
@@ -138,10 +147,10 @@ def compact(repl: Repl, arg: str, prompt: Any) -> None:
 def clear(repl: Repl, arg: str, prompt: Any) -> None:
     del repl.history[1:]  # the system prompt stays
     repl.turns.clear()
-    repl.context_used = len(getattr(repl.history[0], "content", "")) // 4 if repl.history else 0
-    restart = repl.services.get("new_session")
-    if restart is not None:
-        restart(repl)
+    history_replaced(repl)
+    fork = repl.services.get("fork_session")
+    if fork is not None:
+        fork(repl)
     repl.renderer.say("new conversation")
 
 
@@ -220,6 +229,7 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
     if what in ("c", "b"):
         dropped = len(repl.history) - index
         del repl.history[index:]
+        history_replaced(repl)
         fork = repl.services.get("fork_session")
         if fork is not None:
             fork(repl)
