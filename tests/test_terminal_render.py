@@ -76,7 +76,7 @@ def f():
 ```
 
 All good.
-done: completed, 3 steps, 300+30 tokens, 1 checkpoints
+done: completed, 3 steps, 300+30 tokens, 1 checkpoint
 """
 
 COLOURED_TEXT = """\
@@ -100,7 +100,7 @@ Fixed f.
      return 2
 
 All good.
-done: completed, 3 steps, 300+30 tokens, 1 checkpoints
+done: completed, 3 steps, 300+30 tokens, 1 checkpoint
 """
 
 

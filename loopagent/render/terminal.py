@@ -298,7 +298,7 @@ class TerminalRenderer:
         u = event.usage
         tail = f" ({event.message})" if event.message else ""
         text = (f"done: {event.status}, {event.steps} steps, {u.prompt_tokens}+{u.completion_tokens} tokens, "
-                f"{self.checkpoints} checkpoints{tail}")
+                f"{self.checkpoints} checkpoint{'' if self.checkpoints == 1 else 's'}{tail}")
         if self.color:
             style = "green" if event.status == "completed" else "yellow"
             self.console.print(Text(text, style=style))
