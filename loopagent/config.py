@@ -55,6 +55,9 @@ class Settings(BaseSettings):
     allow: list[str] = Field(default_factory=list)  # shell command globs ("pytest *") or tool(path glob)
     deny: list[str] = Field(default_factory=list)
     instructions_max_bytes: int = Field(32 * 1024, ge=0)  # AGENTS.md text in the system prompt
+    sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"  # where shell commands may write
+    sandbox_network: bool = False  # sandboxed commands may use the network
+    sandbox_writable: list[str] = Field(default_factory=list)  # more writable dirs (user file, env, flags)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
@@ -65,11 +68,13 @@ class Settings(BaseSettings):
 
 ENV_KEYS = {name: f"LOOP_{name.upper()}" for name in Settings.model_fields}
 RULE_LISTS = ("allow", "deny")
+SANDBOX_MODES = ("off", "workspace-write", "read-only")  # weakest first, as in loopagent/sandbox/spec.py
 ADDITIVE = ("allow", "deny", "env_allow")
 # What a project file may set, and how. Every other key (base_url, api_key, model, allow,
 # env_allow, fields added later) is ignored from a project file.
 PROJECT_TIGHTENS = {
     "approval": "stricter", "deny": "add", "checkpoints": "enable",
+    "sandbox": "stricter sandbox", "sandbox_network": "disable",
     **{name: "lower" for name in (
         "max_steps", "max_tokens_total", "ctx_size", "max_tokens", "retries", "connect_timeout",
         "read_timeout", "shell_timeout", "instructions_max_bytes")},
@@ -178,8 +183,16 @@ def load_settings(workspace: Path, cli: dict, environ: Mapping[str, str] | None 
 
 
 def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = None) -> Config:
-    """Every source, layered with its origin; raises ConfigError naming the file and line."""
-    env = os.environ if environ is None else environ
+    """Every source, layered with its origin; raises ConfigError naming the file and line.
+
+    `environ` defaults to the environment loop started with, secrets included (see secrets.py).
+    """
+    from loopagent.secrets import HIDDEN_OPTIONS, environment
+
+    env = environment() if environ is None else environ
+    # --api-key and a credentialed --base-url were taken out of argv by the re-exec; still command line.
+    cli = {**{key: env[opt] for opt, key in HIDDEN_OPTIONS.items() if env.get(opt)},
+           **{k: v for k, v in cli.items() if v is not None}}
     user = JsonFileSource(Settings, loop_home(env) / "config.json", f"user file {loop_home(env) / 'config.json'}")
     project = JsonFileSource(Settings, workspace / ".loop" / "config.json",
                              f"project file {workspace / '.loop' / 'config.json'}")
@@ -251,12 +264,32 @@ def tighten_only(project: JsonFileSource, current: Settings, warnings: list[str]
             kept[key] = value
         elif how == "lower" and (old is None or (new is not None and new <= old)):
             kept[key] = value
+        elif how == "stricter sandbox" and SANDBOX_MODES.index(new) >= SANDBOX_MODES.index(old):
+            kept[key] = value
+        elif how == "disable" and not new:
+            kept[key] = value
         else:
-            shown = "***" if key == "api_key" else json.dumps(value)
-            why = ("a project file may only tighten (stricter approval, more deny rules, lower limits)"
+            shown = "***" if key == "api_key" else json.dumps(shown_value(key, value))
+            why = ("a project file may only tighten (stricter approval or sandbox, more deny rules, lower limits)"
                    if how else f"a project file may not set {key}")
             warnings.append(f'{project.where(key)}: ignored "{key}": {shown}; {why}')
     return kept
+
+
+def shown_value(key: str, value: Any) -> Any:
+    """A value as it may be printed: a URL without its user:password and query (keys hide there)."""
+    if key != "base_url" or not isinstance(value, str):
+        return value
+    from urllib.parse import urlsplit
+
+    from loopagent.secrets import public_url
+
+    try:
+        parts = urlsplit(value)
+        hidden = parts.username or parts.password or parts.query
+    except ValueError:
+        hidden = True
+    return f"{public_url(value)} (credentials and query hidden)" if hidden else value
 
 
 def describe(config: Config) -> list[tuple[str, str, str]]:
@@ -271,6 +304,8 @@ def describe(config: Config) -> list[tuple[str, str, str]]:
             continue
         if name == "api_key":
             shown = "(not set)" if value is None else "******** (set)"
+        elif name == "base_url":
+            shown = shown_value(name, value)
         elif isinstance(value, list):
             shown = json.dumps(value)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import stat
 from pathlib import Path
 
 RULES = """You are loop, a coding agent working in a user's repository through tools.
@@ -56,7 +57,9 @@ def instructions(workspace: Path, cwd: Path | None = None, limit: int = DEFAULT_
     """AGENTS.md from the workspace root down to `cwd`, root first, each under its relative path.
 
     At most `limit` bytes of file text; what does not fit is named in a [skipped: ...] marker.
-    A file that is a link to somewhere outside the workspace is never read.
+    A file is read only up to what still fits (plus one byte, to know it goes on), never whole.
+    A file that is a link to somewhere outside the workspace, or is not a regular file (a FIFO
+    would block the start), is never read.
     """
     root = root_of(workspace)
     here = working_dir(workspace, cwd)
@@ -65,13 +68,17 @@ def instructions(workspace: Path, cwd: Path | None = None, limit: int = DEFAULT_
     for d in dirs:
         path = d / "AGENTS.md"
         rel = path.relative_to(root).as_posix()
-        if not path.is_file():
+        if not os.path.lexists(path) or path.is_dir():
             continue
         real = Path(os.path.realpath(path))
         if root not in real.parents:
             sections.append(f"[skipped: {rel} links outside the workspace]")
             continue
-        data = path.read_bytes()
+        head = read_head(real, left + 1)
+        if isinstance(head, str):
+            sections.append(f"[skipped: {rel} {head}]")
+            continue
+        data, size = head
         if len(data) <= left:
             sections.append(f"## {rel}\n{data.decode('utf-8', errors='replace').rstrip()}")
             left -= len(data)
@@ -80,10 +87,25 @@ def instructions(workspace: Path, cwd: Path | None = None, limit: int = DEFAULT_
         if kept.strip():
             sections.append(f"## {rel}\n{kept.decode('utf-8', errors='ignore').rstrip()}")
         what = f"the rest of {rel}" if kept.strip() else rel
-        sections.append(f"[skipped: {what} ({len(data) - len(kept)} bytes); "
+        sections.append(f"[skipped: {what} ({max(size, len(data)) - len(kept)} bytes); "
                         f"instruction files are limited to {limit} bytes]")
         left = 0
     return "\n\n".join(sections)
+
+
+def read_head(path: Path, size: int) -> tuple[bytes, int] | str:
+    """(the first `size` bytes, the file's length) of a regular file, or why it was not read."""
+    try:
+        # O_NONBLOCK: opening a FIFO returns at once instead of waiting for a writer; O_NOFOLLOW:
+        # the checked real path cannot have become a link since.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "is not a regular file"
+        return f.read(size), info.st_size
 
 
 def _parts_below(root: Path, here: Path) -> list[str]:

@@ -164,7 +164,7 @@ class FakeServer:
                 except ValueError:
                     body = {"_raw": raw.decode(errors="replace")}
                 server.headers.append(dict(self.headers))
-                if self.path.rstrip("/") != "/v1/chat/completions":
+                if self.path.split("?", 1)[0].rstrip("/") != "/v1/chat/completions":
                     self._send_plain(404, b'{"error": {"message": "not found"}}')
                     return
                 reply = server._next(body)

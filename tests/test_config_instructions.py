@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime
 import getpass
+import os
+import tracemalloc
 from pathlib import Path
 
 from loopagent.prompt import instructions, system_prompt, working_dir
+from tests.fakeserver import text
 
 
 def tree(tmp_path: Path, root_text: str, pkg_text: str) -> Path:
@@ -68,3 +71,61 @@ def test_prompt_has_facts_but_no_private_paths(tmp_path):
 def test_no_workspace_no_instruction_section():
     prompt = system_prompt(["shell"])
     assert "AGENTS.md" not in prompt and "# Environment" in prompt
+
+
+def huge_agents_md(ws: Path) -> Path:
+    """A 256 MiB AGENTS.md that costs no disk: one real line, then a hole."""
+    path = ws / "AGENTS.md"
+    with open(path, "wb") as f:
+        f.write(b"first rule: be brief\n")
+        f.truncate(256 << 20)
+    return path
+
+
+def test_a_huge_instruction_file_is_read_only_as_far_as_the_limit(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    huge_agents_md(ws)
+    tracemalloc.start()
+    try:
+        text = instructions(ws, ws, limit=4096)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text.startswith("## AGENTS.md\nfirst rule: be brief")
+    skipped = (256 << 20) - len(b"first rule: be brief\n")
+    assert f"[skipped: the rest of AGENTS.md ({skipped} bytes); instruction files are limited to 4096 bytes]" in text
+    assert peak < 2 << 20  # a whole read would need 256 MiB
+
+
+def test_a_huge_instruction_file_through_the_cli(run_loop, server, tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    huge_agents_md(ws)
+    server.add(text("ok"))
+    proc = run_loop("agent", "-C", str(ws), "--base-url", server.url, "--json", "hi", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    system = server.requests[0]["messages"][0]["content"]
+    assert "first rule: be brief" in system and "[skipped: the rest of AGENTS.md (" in system
+    assert len(system) < 64 * 1024
+
+
+def test_a_fifo_named_agents_md_is_skipped_without_blocking(run_loop, server, tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    os.mkfifo(ws / "AGENTS.md")  # nobody ever writes: opening it for reading the plain way blocks
+    (ws / "pkg" / "AGENTS.md").write_text("pkg rule\n")
+    server.add(text("ok"))
+    proc = run_loop("agent", "-C", str(ws), "--base-url", server.url, "--json", "hi",
+                    cwd=ws / "pkg", timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    system = server.requests[0]["messages"][0]["content"]
+    assert "[skipped: AGENTS.md is not a regular file]" in system and "## pkg/AGENTS.md\npkg rule" in system
+
+
+def test_a_link_to_a_fifo_inside_the_workspace_is_skipped(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(ws / "pipe")
+    (ws / "AGENTS.md").symlink_to("pipe")
+    assert instructions(ws, ws) == "[skipped: AGENTS.md is not a regular file]"

@@ -55,7 +55,8 @@ def test_all_mode_still_denies_root_and_nested_rm(run_loop, server, sample, stub
               ("shell", {"command": "echo fine"})),
         text("Both were refused."),
     )
-    proc = run_headless(run_loop, server, sample, stub_path, "--approval", "all")
+    # bwrap is not on the stub PATH: without --sandbox off, mode all would ask for every command
+    proc = run_headless(run_loop, server, sample, stub_path, "--approval", "all", "--sandbox", "off")
     assert proc.returncode == 0, proc.stderr
     sudo, nested, fine = tool_messages(server.requests[1])
     assert sudo["content"].startswith("denied by policy") and "sudo" in sudo["content"]
@@ -89,11 +90,12 @@ def test_policy_check_names_the_deciding_rule(run_loop, loop_home, sample):
     (sample / ".loop" / "config.json").write_text('{\n  "deny": [\n    "make deploy*"\n  ]\n}\n')
 
     proc = run_loop("policy", "check", "-C", str(sample), "npm publish --tag next")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 4, proc.stderr  # DESIGN: exit 0 allow, 3 ask, 4 deny
     assert proc.stdout.splitlines()[0] == "deny"
     assert f'rule:   user file {user} line 4: deny "npm publish*"' in proc.stdout
 
     proc = run_loop("policy", "check", "-C", str(sample), "cd x && make deploy")
+    assert proc.returncode == 4
     assert proc.stdout.splitlines()[0] == "deny" and "project file" in proc.stdout
     assert 'config.json line 3: deny "make deploy*"' in proc.stdout
 
@@ -101,7 +103,11 @@ def test_policy_check_names_the_deciding_rule(run_loop, loop_home, sample):
     assert proc.stdout.splitlines()[0] == "deny" and "built-in" in proc.stdout
 
     proc = run_loop("policy", "check", "-C", str(sample), "pytest -q && cat x | sh")
+    assert proc.returncode == 3
     assert proc.stdout.splitlines()[0] == "ask" and "headless" in proc.stdout
+
+    proc = run_loop("policy", "check", "-C", str(sample), "pytest -q")
+    assert proc.returncode == 0 and proc.stdout.splitlines()[0] == "allow"
 
     proc = run_loop("policy", "check", "-C", str(sample), "--approval", "sometimes", "ls")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1

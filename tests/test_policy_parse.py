@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopagent.policy import Policy, Rule
-from loopagent.shellparse import MAX_DEPTH, parse
+from loopagent.policy.parse import parse
+from loopagent.policy.unparseable import MAX_DEPTH
 
 
 def test_quoting_is_resolved_before_matching():

@@ -249,7 +249,8 @@ def test_ask_mode_shows_the_diff_an_edit_would_make_before_asking(term, server, 
     assert "write_file would change a.txt  +1 -1" in shown and "-hello" in shown and "+bye" in shown
     assert (workspace / "a.txt").read_text() == "hello\n"  # nothing ran before the answer
     t.line("y")
-    t.expect("done: completed")
+    after = t.expect("done: completed")
+    assert "ok: wrote a.txt" in after and "-hello" not in after  # the diff just approved is not repeated
     assert (workspace / "a.txt").read_text() == "bye\n"
     t.prompt()
     t.child.sendcontrol("d")

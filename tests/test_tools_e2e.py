@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import site
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,24 @@ from tests.fakeserver import text, tools
 
 def events(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def nested_venv(where: Path) -> Path:
+    """A venv whose `bin/` is ours to fill, seeing the running interpreter's packages (not its base's).
+
+    `--system-site-packages` would expose the *base* interpreter's site-packages, which on a fresh
+    machine hold none of our dependencies; a `.pth` file that adds the running interpreter's own
+    site directories (their `.pth` files included, so the editable install works) does not.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=60)
+    paths = sysconfig.get_paths()
+    ours = dict.fromkeys([*site.getsitepackages(), paths["purelib"], paths["platlib"]])
+    probe = subprocess.run(
+        [str(where / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True, timeout=60)
+    line = "import site; " + "; ".join(f"site.addsitedir({d!r})" for d in ours) + "\n"
+    (Path(probe.stdout.strip()) / "loop-test-parent.pth").write_text(line)
+    return where
 
 
 def agent(run_loop, server, ws: Path, *extra: str):
@@ -70,9 +90,7 @@ def test_file_tools_round_trip_through_the_cli(run_loop, server, sample):
 @pytest.mark.skipif(find_rg() is None, reason="rg not installed")
 def test_read_only_calls_of_a_turn_run_concurrently_and_answer_in_order(server, sample, tmp_path, loop_home):
     """Two greps meet at a rendezvous inside a stand-in `rg`: only concurrent calls can both get through."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                   check=True, timeout=60)
+    venv = nested_venv(tmp_path / "venv")
     meet = tmp_path / "meet"
     meet.mkdir()
     fake = venv / "bin" / "rg"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,50 @@ def test_previews_show_the_diff_to_be_made_and_write_nothing(c):
     failing = EditFile().preview(EditParams(path="calc.py", old_string="nope", new_string="x"), c)
     assert failing.startswith("(this call will fail: old_string was not found in calc.py.")
     assert path.read_text() == CODE and not (c.workspace.root / "new").exists()
+
+
+# ---- atomic writes -------------------------------------------------------------------------------
+
+def write(c: ToolContext, path: str, content: str):
+    return WriteFile().run(WriteParams(path=path, content=content), c)
+
+
+def test_write_replaces_the_file_keeping_its_mode_and_leaves_no_temporary_file(c):
+    path = c.workspace.root / "run.sh"
+    path.write_text("echo old\n")
+    path.chmod(0o750)
+    inode = path.stat().st_ino
+    write(c, "run.sh", "echo new\n")
+    assert path.read_text() == "echo new\n"
+    assert path.stat().st_mode & 0o7777 == 0o750
+    assert path.stat().st_ino != inode  # a new file renamed over the old one, not rewritten in place
+    read(c, "run.sh")
+    edit(c, "run.sh", "new", "newer")
+    assert path.stat().st_mode & 0o7777 == 0o750
+    assert sorted(p.name for p in c.workspace.root.iterdir()) == ["calc.py", "run.sh"]
+
+
+def test_a_new_file_gets_the_umask_mode(c):
+    write(c, "deep/new.txt", "x\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (c.workspace.root / "deep/new.txt").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_file(tmp_path):
+    """A real write failure: the file size limit (RLIMIT_FSIZE) is hit halfway through the new content."""
+    (tmp_path / "data.txt").write_text("old content\n")
+    script = (
+        "import resource, signal, sys\n"
+        "from pathlib import Path\n"
+        "from loopagent.tools.base import ToolContext\n"
+        "from loopagent.tools.files import WriteFile, WriteParams\n"
+        "from loopagent.tools.workspace import Workspace\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "r = WriteFile().run(WriteParams(path='data.txt', content='y' * 100000), ToolContext(Workspace(Path(sys.argv[1]))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert "ToolError: cannot write data.txt: File too large" in proc.stderr
+    assert (tmp_path / "data.txt").read_text() == "old content\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt"]

@@ -165,3 +165,42 @@ def test_search_errors_the_model_can_act_on(c, rg):
     os.mkfifo(c.workspace.root / "pipe")
     with pytest.raises(ToolError, match="pipe is not a regular file or directory"):
         grep(c, rg, pattern="x", path="pipe")
+
+
+# ---- what the policy and hard links keep out ------------------------------------------------------
+
+@pytest.fixture
+def guarded(tmp_path: Path) -> Path:
+    """A workspace with a denied .env (also reachable through a link) and a hard link to a file outside."""
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("token = 'needle public'\n")
+    (root / ".env").write_text("API=needle-SECRET-ENV\n")
+    (root / "src" / "env-link").symlink_to("../.env")
+    (tmp_path / "canary.txt").write_text("needle-SECRET-CANARY\n")
+    os.link(tmp_path / "canary.txt", root / "src" / "notes.txt")
+    return root
+
+
+def guarded_ctx(root: Path, allows=lambda tool, rel: False) -> ToolContext:
+    from loopagent.tools.workspace import Workspace
+
+    return ToolContext(Workspace(root), may_read=lambda rel: rel != ".env", explicitly_allows=allows)
+
+
+@pytest.mark.parametrize("rg", IMPLS)
+def test_grep_and_list_files_skip_what_the_policy_denies_and_hard_links(guarded, rg):
+    c = guarded_ctx(guarded)
+    for path in [None, ".", ".env", "src", "src/env-link", "src/notes.txt"]:
+        out = "\n".join(grep(c, rg, pattern="needle", path=path))
+        assert "SECRET" not in out, (path, out)
+    assert grep(c, rg, pattern="needle") == ["src/app.py:1:token = 'needle public'"]
+    assert grep(c, rg, pattern="needle", path=".env") == ["no matches for 'needle'"]
+    assert ".env" not in listing(c, rg)
+    assert listing(c, rg, path=".") == ["src/app.py", "src/notes.txt"]  # a hard link's name is no secret
+
+
+@pytest.mark.parametrize("rg", IMPLS)
+def test_an_explicit_allow_lets_grep_search_a_hard_link(guarded, rg):
+    c = guarded_ctx(guarded, allows=lambda tool, rel: (tool, rel) == ("read_file", "src/notes.txt"))
+    assert "src/notes.txt:1:needle-SECRET-CANARY" in grep(c, rg, pattern="needle")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.secrets import scrubbed_env
 from loopagent.tools.base import ToolContext
-from loopagent.tools.shell import Shell, ShellParams, alive, scrubbed_env
+from loopagent.tools.shell import Shell, ShellParams, alive
 from loopagent.tools.workspace import Workspace
 
 
@@ -68,14 +70,17 @@ def test_descendant_that_left_the_session_is_killed_and_does_not_hang_the_read(c
     assert not alive(int(pidfile.read_text()))
 
 
-def test_orphan_holding_the_pipe_does_not_hang_a_finished_command(c):
+def test_orphan_holding_the_pipe_does_not_hang_a_finished_command_and_dies_with_it(c):
     pidfile = c.workspace.root / "orphan.pid"
     try:
-        # The subshell exits at once, so the sleeper is orphaned in its own session with our pipe.
+        # The subshell exits at once, so the sleeper is orphaned in its own session with our pipe:
+        # out of reach of the session sweep, reparented to loop (the subreaper) and killed there.
         result = sh(c, f"(setsid sleep 300 & echo $! > {pidfile}); echo finished", timeout=30)
         assert result.content == "exit code 0\nfinished\n"
+        assert not alive(int(pidfile.read_text()))  # dead as the call returns, no wait needed
     finally:
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
 def test_background_jobs_do_not_outlive_the_call(c):

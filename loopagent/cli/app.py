@@ -23,6 +23,12 @@ class Approval(StrEnum):
     all = "all"
 
 
+class SandboxMode(StrEnum):
+    workspace_write = "workspace-write"
+    read_only = "read-only"
+    off = "off"
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print one line naming the problem on stderr and exit with `code`."""
     typer.echo(f"loop: {message}", err=True)
@@ -51,6 +57,9 @@ def agent(
                                                      help="Snapshot the workspace before changes.")] = None,
     replay: Annotated[Path | None, typer.Option("--replay", help="Take model turns from a recorded file.")] = None,
     show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
+    sandbox: Annotated[SandboxMode | None, typer.Option(
+        "--sandbox", case_sensitive=False, help="workspace-write (default) | read-only | off: where shell commands may write.")] = None,
+    network: Annotated[bool, typer.Option("--network", help="Let sandboxed shell commands use the network.")] = False,
 ) -> None:
     """Run a task in a workspace; without TASK start the interactive REPL."""
     from loopagent.cli.run import RunOptions, UsageError, run_agent
@@ -59,6 +68,7 @@ def agent(
         "base_url": base_url, "model": model, "api_key": api_key,
         "approval": approval.value if approval else None, "max_steps": max_steps,
         "ctx_size": ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
+        "sandbox": sandbox.value if sandbox else None, "sandbox_network": True if network else None,
     }
     opts = RunOptions(
         task=" ".join(task) if task else None, workspace=workspace,
@@ -86,6 +96,9 @@ config_cmd.register(app)  # config, policy check
 
 def main() -> None:
     """Console entry point: a usage error is one line on stderr and exit 2, never a traceback."""
+    from loopagent.secrets import conceal
+
+    conceal()  # done already via loopagent.__main__; here for console scripts installed before it
     try:
         code = app(prog_name="loop", standalone_mode=False)
     except typer.TyperException as exc:  # typer's own click: UsageError, BadParameter, NoSuchOption...

@@ -8,6 +8,7 @@ from typing import IO, Literal
 
 from loopagent.messages import ToolCall
 from loopagent.policy import Decision
+from loopagent.render.safe import printable
 
 Answer = Literal["yes", "no", "always"]
 QUESTION = "      allow? [y/N/a] "
@@ -26,14 +27,18 @@ class PromptApprover:
 
     `a` allows this exact call (the same tool with the same command or diff) for the rest of
     the session: a different command still asks. Drawing is delegated to `show` (the terminal
-    renderer); without it a plain text fallback is written to `out`.
+    renderer); without it a plain text fallback is written to `out`. `sandbox` is the line shown
+    under a shell command saying where it will run ("sandbox: workspace writable, no network",
+    "not sandboxed"); empty shows none.
     """
 
     def __init__(self, read: IO[str] | None = None, out: IO[str] | None = None,
-                 show: Callable[[ToolCall, str, str, str], None] | None = None):
+                 show: Callable[[ToolCall, str, str, str, str], None] | None = None, sandbox: str = ""):
         self.read = read or sys.stdin
         self.out = out or sys.stderr
-        self.show = show  # the terminal renderer draws the command or diff (call, subject, preview, reason)
+        # The terminal renderer draws the command or diff: (call, subject, preview, reason, sandbox).
+        self.show = show
+        self.sandbox = sandbox
         self.always: set[tuple[str, str]] = set()
 
     def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision) -> bool:
@@ -41,10 +46,11 @@ class PromptApprover:
         key = (call.name, preview or subject)
         if key in self.always:
             return True
+        sandbox = self.sandbox if call.name == "shell" else ""
         if self.show is not None:
-            self.show(call, subject, preview, decision.reason)
+            self.show(call, subject, preview, decision.reason, sandbox)
         else:
-            self.out.write(plain_question(call, subject, preview, decision.reason))
+            self.out.write(plain_question(call, subject, preview, decision.reason, sandbox))
         self.out.write(QUESTION)
         self.out.flush()
         answer = parse_answer(self.read.readline())
@@ -53,12 +59,15 @@ class PromptApprover:
         return answer != "no"
 
 
-def plain_question(call: ToolCall, subject: str, preview: str, reason: str) -> str:
-    """The text shown before the question when no renderer draws it."""
-    head = f"      $ {subject}" if call.name == "shell" else f"      {call.name} {subject}"
-    lines = [head]
-    if preview and preview != subject:
+def plain_question(call: ToolCall, subject: str, preview: str, reason: str, sandbox: str = "") -> str:
+    """The text shown before the question when no renderer draws it; every untrusted part escaped."""
+    shell = call.name == "shell"
+    command = preview or subject
+    lines = [f"      $ {command.rstrip()}".replace("\n", "\n        ") if shell else f"      {call.name} {subject}"]
+    if shell and sandbox:
+        lines.append(f"      {sandbox}")
+    if preview and preview != subject and not shell:
         lines.append(preview.rstrip("\n"))
     if reason:
         lines.append(f"      needs approval: {reason}")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines)) + "\n"

@@ -8,12 +8,19 @@ from typing import Annotated
 
 import typer
 
+from loopagent.render.safe import printable
+
 Workspace = Annotated[Path, typer.Option("-C", "--workspace", help="Workspace root.")]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"loop: {message}", err=True)
+    typer.echo(f"loop: {printable(message)}", err=True)
     return typer.Exit(code)
+
+
+def say(text: str) -> None:
+    """Echo text that may hold a repository's or a server's strings, made safe for the terminal."""
+    typer.echo(printable(text))
 
 
 def load(workspace: Path, flags: dict):
@@ -27,19 +34,38 @@ def load(workspace: Path, flags: dict):
     except ConfigError as exc:
         raise fail(str(exc)) from None
     for warning in config.warnings:
-        typer.echo(f"loop: warning: {warning}", err=True)
+        typer.echo(f"loop: warning: {printable(warning)}", err=True)
     return config
+
+
+def sandbox_of(workspace: Path, config):
+    """The sandbox a run in `workspace` would get (bwrap probed), for display and for the policy."""
+    from loopagent.sandbox import open_sandbox, spec_from_settings
+    from loopagent.secrets import environment
+
+    environ = environment()
+    spec = spec_from_settings(config.settings, workspace, environ)
+    return open_sandbox(spec, environ, config.sources["sandbox"])
+
+
+def sandbox_line(sandbox) -> str:
+    """`sandboxed: workspace writable, no network`, `not sandboxed (off)`, or why it is unavailable."""
+    if sandbox.state == "unavailable":
+        return f"unavailable ({sandbox.problem}); in mode all shell commands ask"
+    return sandbox.executor.describe() + (" (sandbox off)" if sandbox.state == "off" else "")
 
 
 def config(workspace: Workspace = Path(".")) -> None:
     """Print every effective setting with its source; the API key is masked."""
     from loopagent.config import describe
 
-    rows = describe(load(workspace, {}))
+    cfg = load(workspace, {})
+    rows = describe(cfg)
     name_width = max(len(name) for name, _, _ in rows)
     value_width = min(40, max(len(value) for _, value, _ in rows))
     for name, value, source in rows:
-        typer.echo(f"{name:<{name_width}}  {value:<{value_width}}  {source}")
+        say(f"{name:<{name_width}}  {value:<{value_width}}  {source}")
+    say(f"sandbox in force: {sandbox_line(sandbox_of(workspace, cfg))}")
 
 
 policy_app = typer.Typer(help="Test the permission policy.", no_args_is_help=True)
@@ -50,22 +76,35 @@ def check(
     command: Annotated[str, typer.Argument(help="The shell command to judge, quoted as one argument.")],
     workspace: Workspace = Path("."),
     approval: Annotated[str | None, typer.Option("--approval", help="ask | edits | all (default: configured).")] = None,
+    sandbox_mode: Annotated[str | None, typer.Option(
+        "--sandbox", help="workspace-write | read-only | off (default: configured).")] = None,
 ) -> None:
-    """Print the decision for a shell command and the rule that made it."""
+    """Print the decision for a shell command and the rule that made it; exit 0 allow, 3 ask, 4 deny."""
     from loopagent.policy import MODES, Policy
 
     if approval is not None and approval.lower() not in MODES:
         raise fail(f"--approval must be one of {', '.join(MODES)}, not {approval!r}")
-    cfg = load(workspace, {"approval": approval.lower() if approval else None})
-    policy = Policy(cfg.settings.approval, cfg.rules, os.path.realpath(workspace))
-    decision = policy.check(command)
+    from loopagent.sandbox import MODES as SANDBOX_MODES
+
+    if sandbox_mode is not None and sandbox_mode not in SANDBOX_MODES:
+        raise fail(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}, not {sandbox_mode!r}")
+    cfg = load(workspace, {"approval": approval.lower() if approval else None, "sandbox": sandbox_mode})
+    sandbox = sandbox_of(workspace, cfg)
+    policy = Policy(cfg.settings.approval, cfg.rules, os.path.realpath(workspace),
+                    sandbox=sandbox.state, sandbox_problem=sandbox.problem or "")
+    decision = policy.check(command)  # never raises: what cannot be read asks
     typer.echo(decision.verdict)
     if decision.reason:
-        typer.echo(f"  reason: {decision.reason}")
-    typer.echo(f"  rule:   {decision.rule}")
+        say(f"  reason: {decision.reason}")
+    say(f"  rule:   {decision.rule}")
     typer.echo(f"  mode:   {cfg.settings.approval} ({cfg.sources['approval']})")
+    say(f"  sandbox: {sandbox_line(sandbox)}")
     if decision.verdict == "ask":
         typer.echo("  headless (--json or no terminal): deny, no one can approve")
+    raise typer.Exit(CHECK_EXIT[decision.verdict])
+
+
+CHECK_EXIT = {"allow": 0, "ask": 3, "deny": 4}
 
 
 def register(app: typer.Typer) -> None:

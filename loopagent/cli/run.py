@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopagent.config import ConfigError, Settings, load_config
+from loopagent.config import ConfigError, Settings, load_config, loop_home
 from loopagent.events import Listener, RunEnd
 from loopagent.messages import Usage
+from loopagent.render.safe import printable
+from loopagent.secrets import Redactor, environment, known_secrets, scrubbed_env
 
 
 class UsageError(Exception):
@@ -46,6 +47,22 @@ def make_client(settings: Settings, replay: Path | None):
     )
 
 
+def scrub_secrets(settings: Settings, extra_env: dict[str, str]) -> tuple[dict[str, str], Redactor]:
+    """The shell's environment without secrets, and a redactor of every secret value loop knows."""
+    environ = {**environment(), **extra_env}
+    api_key = settings.api_key.get_secret_value() if settings.api_key else ""
+    env = scrubbed_env(environ, settings.env_allow, (api_key,) if api_key else ())
+    return env, Redactor(known_secrets(environ, api_key, settings.base_url))
+
+
+def sandbox_for(settings: Settings, source: str, opts: RunOptions):
+    """The run's sandbox (loopagent/sandbox): bwrap probed once, or the reason it is off or unavailable."""
+    from loopagent.sandbox import open_sandbox, spec_from_settings
+
+    environ = {**environment(), **opts.extra_env}
+    return open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ, source)
+
+
 def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
     """Run one task to its end. Returns the process exit code."""
     from loopagent.context import ContextWindow
@@ -53,19 +70,24 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
     from loopagent.policy import Policy
     from loopagent.prompt import system_prompt
     from loopagent.tools import Registry, ToolContext, default_tools
-    from loopagent.tools.shell import scrubbed_env
     from loopagent.tools.workspace import Workspace
 
     if not opts.workspace.is_dir():
         raise UsageError(f"workspace {opts.workspace} is not a directory")
     try:
-        config = load_config(opts.workspace, opts.flags)
+        config = load_config(opts.workspace, opts.flags, environment())
         settings = config.settings
-        policy = Policy(settings.approval, config.rules, Workspace(opts.workspace).root)
+        sandbox = sandbox_for(settings, config.sources["sandbox"], opts)
+        # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
+        workspace = Workspace(opts.workspace, protected=(loop_home(environment()),))
+        policy = Policy(settings.approval, config.rules, workspace.root, sandbox=sandbox.state,
+                        sandbox_problem=sandbox.problem or "", resolve=workspace.real_rel)
     except (ConfigError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     for warning in config.warnings:  # project-file values that would loosen permissions
-        print(f"loop: warning: {warning}", file=sys.stderr)
+        print(f"loop: warning: {printable(warning)}", file=sys.stderr)
+    if sandbox.verdict:  # unavailable, off or degraded: said once, before anything runs
+        print(f"loop: {sandbox.verdict}", file=sys.stderr)
     interactive = not opts.task and not opts.json and sys.stdin.isatty() and sys.stdout.isatty()
     if not opts.task and not interactive and not opts.resume:
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
@@ -83,18 +105,19 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
         renderer = TerminalRenderer(show_thinking=opts.show_thinking)
         listeners.append(renderer)
 
-    secrets = tuple(s for s in [settings.api_key.get_secret_value() if settings.api_key else ""] if s)
-    env = scrubbed_env({**os.environ, **opts.extra_env}, settings.env_allow, secrets)
+    env, redactor = scrub_secrets(settings, opts.extra_env)
     registry = Registry(default_tools())
     approver = None
     if not headless:
         from loopagent.cli.approve import PromptApprover
 
-        approver = PromptApprover(show=renderer.show_approval)
+        approver = PromptApprover(show=renderer.show_approval, sandbox=sandbox.executor.describe())
     client = make_client(settings, opts.replay)
     agent = Agent(
         model=client, registry=registry,
-        tools=ToolContext(Workspace(opts.workspace), env=env, shell_timeout=settings.shell_timeout),
+        tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
+                          executor=sandbox.executor, may_read=policy.may_read,
+                          explicitly_allows=policy.explicitly_allows),
         policy=policy, approver=approver, listeners=listeners,
         limits=Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
                       max_nudges=2 if headless else 0),
@@ -128,7 +151,7 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
 
 def session_failed(agent, exc: Exception) -> int:
     """A session file that cannot be read or written: one line on stderr, a `result` of status error, exit 1."""
-    print(f"loop: {exc}", file=sys.stderr)
+    print(f"loop: {printable(str(exc))}", file=sys.stderr)
     end = RunEnd("error", 0, Usage(), str(exc))
     agent.emit(end)
     return end.exit_code

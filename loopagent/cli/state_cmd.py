@@ -7,11 +7,13 @@ from typing import Annotated
 
 import typer
 
+from loopagent.render.safe import printable
+
 Workspace = Annotated[Path, typer.Option("-C", "--workspace", help="Workspace root.")]
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"loop: {message}", err=True)
+    typer.echo(f"loop: {printable(message)}", err=True)
     return typer.Exit(code)
 
 
@@ -42,7 +44,7 @@ def sessions(workspace: Workspace = Path(".")) -> None:
     if not found:
         typer.echo("no saved sessions for this workspace")
     for s in found:
-        typer.echo(describe_session(s))
+        typer.echo(printable(describe_session(s)))
 
 
 def checkpoints(workspace: Workspace = Path(".")) -> None:
@@ -57,7 +59,7 @@ def checkpoints(workspace: Workspace = Path(".")) -> None:
     if not found:
         typer.echo("no checkpoints for this workspace")
     for c in found:
-        typer.echo(describe_checkpoint(c))
+        typer.echo(printable(describe_checkpoint(c)))
 
 
 def undo(workspace: Workspace = Path(".")) -> None:
@@ -68,7 +70,7 @@ def undo(workspace: Workspace = Path(".")) -> None:
         c = timeline(workspace).undo()
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
-    typer.echo(f"undone: the files are as they were at {c.short} ({c.message}); `loop redo` reverses this")
+    typer.echo(printable(f"undone: the files are as they were at {c.short} ({c.message}); `loop redo` reverses this"))
 
 
 def redo(workspace: Workspace = Path(".")) -> None:
@@ -79,7 +81,7 @@ def redo(workspace: Workspace = Path(".")) -> None:
         c = timeline(workspace).redo()
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
-    typer.echo(f"redone: the files are back to {c.short} ({c.message})")
+    typer.echo(printable(f"redone: the files are back to {c.short} ({c.message})"))
 
 
 def register(app: typer.Typer) -> None:

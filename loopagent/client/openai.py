@@ -8,8 +8,9 @@ import operator
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from httpx_sse import EventSource, SSEError
@@ -18,6 +19,7 @@ from loopagent.client import IncompleteTurn, ModelError
 from loopagent.client.assemble import TurnAssembler
 from loopagent.events import Event
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
+from loopagent.secrets import Redactor, public_url, url_secrets
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 
@@ -93,9 +95,9 @@ def _envelope(model: str, tools: list[dict], max_tokens: int) -> str:
 
 @dataclass
 class OpenAIClient:
-    base_url: str
+    base_url: str = field(repr=False)  # may carry user:password and a key in its query
     model: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     max_tokens: int = 4096
     retries: int = 4
     connect_timeout: float = 10.0
@@ -105,7 +107,10 @@ class OpenAIClient:
     sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
-        self.url = self.base_url.rstrip("/") + "/chat/completions"
+        self.url = endpoint(self.base_url)
+        # Userinfo in the URL becomes basic auth (httpx does it); messages name only the public form.
+        self.shown = public_url(self.url) or "(an invalid URL)"
+        self._hide = Redactor(url_secrets(self.url))
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -131,18 +136,20 @@ class OpenAIClient:
                         delay = self._delay(attempt, response.headers.get("retry-after"))
                     elif response.status_code >= 400:
                         response.read()
-                        raise ModelError(
-                            f"HTTP {response.status_code} from {self.url}: {_server_message(response)}"
-                        )
+                        raise ModelError(self.clean(
+                            f"HTTP {response.status_code} from {self.shown}: {_server_message(response)}"
+                        ))
                     else:
                         # From here on bytes have arrived: nothing is retried.
                         return self._consume(response, emit)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt >= self.retries:
-                    raise ModelError(
-                        f"cannot reach {self.url}: {_reason(exc)} (after {attempt + 1} attempts)"
-                    ) from exc
+                    raise ModelError(self.clean(
+                        f"cannot reach {self.shown}: {_reason(exc)} (after {attempt + 1} attempts)"
+                    )) from exc
                 delay = self._delay(attempt, None)
+            except (httpx.HTTPError, httpx.InvalidURL) as exc:  # bad scheme or URL, timeout before any byte
+                raise ModelError(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
             attempt += 1
             self.sleep(delay)
 
@@ -176,10 +183,23 @@ class OpenAIClient:
                 for event in turn.feed(chunk):
                     emit(event)
         except SSEError as exc:
-            raise ModelError(f"{self.url} did not answer with an event stream: {exc}") from exc
+            raise ModelError(self.clean(f"{self.shown} did not answer with an event stream: {exc}")) from exc
         except httpx.HTTPError as exc:
-            raise IncompleteTurn(f"the model stream broke off: {_reason(exc)}") from exc
+            raise IncompleteTurn(self.clean(f"the model stream broke off: {_reason(exc)}")) from exc
         return turn.finish()
+
+    def clean(self, message: str) -> str:
+        """An error message that cannot name the URL's credentials, however httpx worded it."""
+        return self._hide.redact(message.replace(self.url, self.shown))
+
+
+def endpoint(base_url: str) -> str:
+    """The chat-completions URL under `base_url`, keeping its query (`?api-version=...`) in place."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return base_url.rstrip("/") + "/chat/completions"  # httpx will say what is wrong with it
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions", fragment=""))
 
 
 def _reason(exc: Exception) -> str:

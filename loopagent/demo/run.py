@@ -30,6 +30,13 @@ def sample_tests(workspace: Path) -> tuple[int, str]:
     return run.returncode, (found[-1] if found else (run.stdout + run.stderr).strip()[-300:])
 
 
+def demo_sandbox(path: str) -> str:
+    """The recorded run is ours, not a stranger's: sandboxed where bwrap works, else unsandboxed."""
+    from loopagent.sandbox.probe import probe
+
+    return "workspace-write" if probe(path).works else "off"
+
+
 def run_demo() -> int:
     """`loop demo`: exit 0 when the recorded run completed and the tests pass afterwards."""
     from loopagent.cli.run import RunOptions, run_agent
@@ -50,8 +57,8 @@ def run_demo() -> int:
         # The recorded shell call runs `python -m pytest`: make `python` this interpreter.
         path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
         status = run_agent(RunOptions(
-            task=task, workspace=workspace, flags={"approval": "all"}, replay=recording,
-            extra_env={"PATH": path},
+            task=task, workspace=workspace, flags={"approval": "all", "sandbox": demo_sandbox(path)},
+            replay=recording, extra_env={"PATH": path},
         ))
         code, verdict = sample_tests(workspace)
         print(f"\nindependent final tests: {verdict}")

@@ -1,8 +1,13 @@
-"""Unified diffs for people: a `+N -M` summary, coloured lines, long diffs folded with a count."""
+"""Unified diffs for people: a `+N -M` summary, coloured lines, long diffs folded with a count.
+
+A diff shows file content and names, so every line shown is escaped (`safe.printable`).
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
+
+from loopagent.render.safe import printable
 
 # More lines than this are folded: the head is shown, then how many lines were left out.
 MAX_LINES = 40
@@ -13,7 +18,7 @@ STYLES = {"+": "green", "-": "red", "@": "cyan"}
 def stats(diff: str) -> tuple[int, int]:
     """(added, removed) line counts of a unified diff, file headers excluded."""
     added = removed = 0
-    for line in diff.splitlines():
+    for line in diff.split("\n"):  # not splitlines(): a `\r` inside a line is content, shown escaped
         if line.startswith("+") and not line.startswith("+++"):
             added += 1
         elif line.startswith("-") and not line.startswith("---"):
@@ -29,7 +34,9 @@ def summary(diff: str) -> str:
 
 def body_lines(diff: str, max_lines: int = MAX_LINES, headers: bool = False) -> list[str]:
     """The diff's lines, folded; without `---`/`+++` headers unless asked (a tool line already names the file)."""
-    lines = [ln for ln in diff.splitlines() if headers or not ln.startswith(("--- ", "+++ "))]
+    lines = [printable(ln) for ln in diff.split("\n") if headers or not ln.startswith(("--- ", "+++ "))]
+    if lines and not lines[-1]:
+        lines.pop()
     if len(lines) <= max_lines:
         return lines
     kept = lines[:max_lines]

@@ -1,4 +1,9 @@
-"""Headless output: one JSON object per line on stdout, `result` always last."""
+"""Headless output: one JSON object per line on stdout, `result` always last.
+
+json.dumps escapes C0 controls; DEL, C1 controls and bidi characters, which it leaves raw with
+ensure_ascii=False, are written as `\\uXXXX` too, so a terminal showing the stream stays ours.
+They only ever occur inside strings, where the escape means the same character.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import sys
 from typing import IO
 
 from loopagent.events import AssistantDone, Compacted, Event, Notice, RunEnd, ToolCalled, ToolFinished
+from loopagent.render.safe import UNSAFE
 
 
 def _arguments(raw: str) -> object:
@@ -21,7 +27,8 @@ class JsonPrinter:
         self.out = out or sys.stdout
 
     def write(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        line = UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(obj, ensure_ascii=False))
+        self.out.write(line + "\n")
         self.out.flush()
 
     def session(self, session_id: str, path: str) -> None:

@@ -7,6 +7,11 @@ TERM=dumb or output that is not a terminal: the same words as plain text, no esc
 Rendering cost is linear in the answer's length: streamed text is cut into blocks
 (paragraphs, code chunks), each finished block is printed once and only the open block
 is live; the live area is redrawn on a timer, never per token.
+
+Every string that did not come from loop itself (model text, thinking, tool names, results,
+paths, commands, diffs) passes through `safe.printable` before it is laid out; in colour mode
+every printed segment passes through it again (`Escaped`), so text that Markdown decodes
+(an entity such as `&#x202e;`) cannot reach the terminal raw either.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import IO
 
@@ -46,6 +52,7 @@ from loopagent.events import (
 from loopagent.messages import ToolCall, ToolResult
 from loopagent.render import diff as diffs
 from loopagent.render.markdown import Block, BlockSplitter
+from loopagent.render.safe import printable
 
 VERDICT = re.compile(r"\b\d+ (passed|failed)\b")
 EXIT_LINE = re.compile(r"^exit(?: code| status)?[: ]+(-?\d+)$")
@@ -79,14 +86,14 @@ def summary(content: str, is_error: bool) -> str:
 def subject_of(call: ToolCall, subject: str) -> str:
     """What the tool line names; for a call whose arguments failed validation, a short key=value form."""
     if subject:
-        return subject
+        return printable(subject)
     try:
         args = json.loads(call.arguments or "{}")
     except ValueError:
         return "(arguments are not JSON)"
     if not isinstance(args, dict):
         return ""
-    return " ".join(f"{k}={str(v)[:40]}" for k, v in list(args.items())[:3])
+    return printable(" ".join(f"{k}={str(v)[:40]}" for k, v in list(args.items())[:3]))
 
 
 def verdict(result: ToolResult) -> tuple[str, str]:
@@ -111,6 +118,22 @@ def lexer(lang: str) -> Lexer:
 
 def looks_like_diff(text: str) -> bool:
     return text.startswith(("--- ", "@@")) or "\n@@ " in text
+
+
+def escaped(segments: Iterable[Segment]) -> Iterator[Segment]:
+    """Rich segments with their text through `printable`; control segments (cursor moves) are Rich's own."""
+    for seg in segments:
+        yield seg if seg.control else Segment(printable(seg.text), seg.style)
+
+
+class Escaped:
+    """A renderable whose text segments pass through `printable`: the last wall before the terminal."""
+
+    def __init__(self, inner: RenderableType):
+        self.inner = inner
+
+    def __rich_console__(self, console, options):
+        yield from escaped(console.render(self.inner, options))
 
 
 class Activity:
@@ -143,13 +166,13 @@ class LiveView:
             parts.append(Text(f"thinking… {len(r.thinking.split())} words", style="dim italic"))
         if r.activity is not None:
             parts.append(r.activity)
-        parts += [Text(f"queued: {q}", style="yellow") for q in list(r.queued)]
+        parts += [Text(f"queued: {printable(q)}", style="yellow") for q in list(r.queued)]
         if r.typing:
-            parts.append(Text(f"> {r.typing}", style="dim"))
+            parts.append(Text(f"> {printable(r.typing)}", style="dim"))
         # Only the newest lines fit: a live area taller than the screen cannot be redrawn in place.
         lines = console.render_lines(Group(*parts), options.update(height=None), pad=False)
         for line in lines[-max(3, console.size.height - 2):]:
-            yield from line
+            yield from escaped(line)
             yield Segment.line()
 
 
@@ -175,6 +198,7 @@ class TerminalRenderer:
         self.calls = 0
         self.numbers: dict[str, int] = {}  # call id -> its [N]
         self.last_call = 0  # the [N] the most recent tool line belongs to
+        self.approved_diffs: dict[str, str] = {}  # call id -> the diff its approval prompt showed
         self.checkpoints = 0
         self.queued: list[str] = []
         self.typing = ""  # a message being typed during a turn (the REPL's type-ahead)
@@ -206,7 +230,7 @@ class TerminalRenderer:
 
     def on_ThinkingDelta(self, event: ThinkingDelta) -> None:  # noqa: N802
         self.set_activity(None)
-        self.thinking += event.text
+        self.thinking += printable(event.text)
         if self.show_thinking and not self.color:
             self.write(event.text)
 
@@ -217,7 +241,7 @@ class TerminalRenderer:
         if not self.color:
             self.write(event.text)
             return
-        for block in self.splitter.feed(event.text):
+        for block in self.splitter.feed(printable(event.text)):
             self.finished(block)
 
     def on_AssistantDone(self, event: AssistantDone) -> None:  # noqa: N802
@@ -238,24 +262,27 @@ class TerminalRenderer:
     def on_ToolCalled(self, event: ToolCalled) -> None:  # noqa: N802
         self.calls += 1
         self.numbers[event.call.id] = self.last_call = self.calls
-        subject = subject_of(event.call, event.subject)
+        subject, name = subject_of(event.call, event.subject), printable(event.call.name)
         if self.color:
-            self.console.print(Text.assemble((f"[{self.calls}] ", "dim"), (event.call.name, "bold"), " ",
-                                             (subject, "cyan")), overflow="ellipsis", no_wrap=True)
+            self.print(Text.assemble((f"[{self.calls}] ", "dim"), (name, "bold"), " ", (subject, "cyan")),
+                       overflow="ellipsis", no_wrap=True)
         else:
-            self.line(f"[{self.calls}] {event.call.name} {subject}")
+            self.line(f"[{self.calls}] {name} {subject}")
 
     def on_ToolStarted(self, event: ToolStarted) -> None:  # noqa: N802
         self.tool_started = time.monotonic()
-        self.set_activity(f"running {event.call.name}")
+        self.set_activity(f"running {printable(event.call.name)}")
 
     def on_ToolFinished(self, event: ToolFinished) -> None:  # noqa: N802
         self.set_activity(None)
         word, rest = verdict(event.result)
-        display = event.result.display
+        rest, display = printable(rest), event.result.display
         change = looks_like_diff(display) and not event.result.is_error
         if change and diffs.summary(display) not in rest:
             rest = f"{rest}  {diffs.summary(display)}"
+        shown = self.approved_diffs.pop(event.call.id, None)
+        if shown is not None and shown.rstrip("\n") == display.rstrip("\n"):
+            change = False  # the person just saw this diff in the approval prompt
         # Read-only calls of a turn run together: a result that does not follow its own call line
         # says whose it is.
         number = self.numbers.get(event.call.id, self.last_call)
@@ -272,46 +299,52 @@ class TerminalRenderer:
         if took >= 1.0 and word != "denied":
             line.append(f" ({took:.1f}s)", style="dim")
         self.tool_started = 0.0
-        self.console.print(line, overflow="ellipsis", no_wrap=True)
+        self.print(line, overflow="ellipsis", no_wrap=True)
         if change:
-            self.console.print(diffs.coloured(display, "      "))
+            self.print(diffs.coloured(display, "      "))
 
     def on_Notice(self, event: Notice) -> None:  # noqa: N802
         if event.kind == "checkpoint":  # one per snapshot; counted for the closing line
             self.checkpoints += 1
             return
+        text = printable(f"{event.kind}: {event.text}")
         if self.color:
-            self.console.print(Text(f"{event.kind}: {event.text}", style="yellow"))
+            self.print(Text(text, style="yellow"))
         else:
-            self.line(f"{event.kind}: {event.text}")
+            self.line(text)
 
     def on_Compacted(self, event: Compacted) -> None:  # noqa: N802
         self.set_activity(None)
         text = f"context compacted: {event.tokens_before} -> {event.tokens_after} tokens"
         if self.color:
-            self.console.print(Text(text, style="yellow"))
+            self.print(Text(text, style="yellow"))
         else:
             self.line(text)
 
     def on_RunEnd(self, event: RunEnd) -> None:  # noqa: N802
         self.close()
         u = event.usage
-        tail = f" ({event.message})" if event.message else ""
+        tail = f" ({printable(event.message)})" if event.message else ""
         text = (f"done: {event.status}, {event.steps} steps, {u.prompt_tokens}+{u.completion_tokens} tokens, "
                 f"{self.checkpoints} checkpoint{'' if self.checkpoints == 1 else 's'}{tail}")
         if self.color:
             style = "green" if event.status == "completed" else "yellow"
-            self.console.print(Text(text, style=style))
+            self.print(Text(text, style=style))
         else:
             self.line(text)
 
     # ---- output pieces ----------------------------------------------------------------------
 
     def write(self, text: str) -> None:
-        self.out.write(text)
+        """Plain output: everything goes through here, escaped."""
+        self.out.write(printable(text))
         self.out.flush()
         if text:
             self.at_line_start = text.endswith("\n")
+
+    def print(self, view: RenderableType, **options) -> None:
+        """Colour output: everything goes through here, each text segment escaped."""
+        self.console.print(Escaped(view), **options)
 
     def line(self, text: str) -> None:
         if not self.at_line_start:
@@ -320,9 +353,10 @@ class TerminalRenderer:
 
     def say(self, text: str, style: str = "") -> None:
         """A line from the REPL or the approver, styled on a colour terminal."""
+        text = printable(text)
         if self.color:
             self.pause()
-            self.console.print(Text(text, style=style))
+            self.print(Text(text, style=style))
         else:
             self.line(text)
 
@@ -344,7 +378,7 @@ class TerminalRenderer:
         if self.printed_blocks and block.first and not (block.kind == "md" and LIST_ITEM.match(block.text)):
             self.console.print()
         self.printed_blocks += 1
-        self.console.print(self.block_view(block, commentary))
+        self.print(self.block_view(block, commentary))
 
     def block_view(self, block: Block, commentary: bool) -> RenderableType:
         if block.kind == "code":
@@ -356,7 +390,7 @@ class TerminalRenderer:
 
     def end_thinking(self, full: str = "") -> None:
         """Thinking is over: one dim summary line (or, with --show-thinking, the whole text)."""
-        text = (self.thinking or full).strip()
+        text = (self.thinking or printable(full)).strip()
         self.thinking = ""
         if not text:
             return
@@ -365,12 +399,12 @@ class TerminalRenderer:
                 self.write("\n")
             return
         if self.show_thinking:
-            self.console.print(Padding(Text(text, style="dim italic"), (0, 0, 0, 2)))
+            self.print(Padding(Text(text, style="dim italic"), (0, 0, 0, 2)))
             return
         flat = " ".join(text.split())
         short = flat if len(flat) <= 100 else flat[:99] + "…"
         if self.color:
-            self.console.print(Text(f"thinking: {short}", style="dim italic"), overflow="ellipsis", no_wrap=True)
+            self.print(Text(f"thinking: {short}", style="dim italic"), overflow="ellipsis", no_wrap=True)
         else:
             self.line(f"thinking: {short}")
 
@@ -387,7 +421,7 @@ class TerminalRenderer:
         if queued and self.live_ok:
             self.resume()
         elif queued and not self.color:
-            self.line(f"queued: {queued[-1]}")
+            self.line(f"queued: {printable(queued[-1])}")
 
     def resume(self) -> None:
         if self.live is None:
@@ -410,39 +444,48 @@ class TerminalRenderer:
     def show_diff(self, diff: str, head: str) -> None:
         """A whole diff (the REPL's /diff), folded only when very long."""
         self.close()
+        head = printable(head)
         if self.color:
-            self.console.print(Text(head, style="bold"))
-            self.console.print(diffs.coloured(diff, "  ", max_lines=400, headers=True))
+            self.print(Text(head, style="bold"))
+            self.print(diffs.coloured(diff, "  ", max_lines=400, headers=True))
         else:
             self.line(head)
             self.write(diffs.plain(diff, "  ", max_lines=400, headers=True))
 
-    def show_approval(self, call: ToolCall, subject: str, preview: str, reason: str) -> None:
-        """What a call would do, before `allow? [y/N/a]`: the exact command or the diff of the edit."""
+    def show_approval(self, call: ToolCall, subject: str, preview: str, reason: str, sandbox: str = "") -> None:
+        """What a call would do, before `allow? [y/N/a]`: the exact command in full, or the diff of the edit.
+
+        `sandbox` is one line for shell calls saying where the command runs (e.g. "sandbox: workspace
+        writable, no network" or "not sandboxed"); shown under the command.
+        """
         self.close()
         preview = preview.rstrip("\n")
-        if looks_like_diff(preview):
-            body = diffs.coloured(preview, "      ", max_lines=200) if self.color else diffs.plain(preview, "      ", 200)
-            head = f"      {call.name} would change {subject}  {diffs.summary(preview)}"
+        diff = preview if looks_like_diff(preview) else ""
+        if diff:
+            self.approved_diffs[call.id] = diff
+            head = f"      {printable(call.name)} would change {printable(subject)}  {diffs.summary(diff)}"
+        elif call.name == "shell":  # every line of the command, as the policy judged it
+            head = "      $ " + printable(preview).replace("\n", "\n        ")
         else:
-            body = Text("")
-            head = f"      $ {preview}" if call.name == "shell" else f"      {preview}"
-            if preview == subject and call.name != "shell":
-                head = ""
-        if self.color:
-            if head:
-                self.console.print(Text(head, style="bold"))
-            if body:
-                self.console.print(body)
-            if reason:
-                self.console.print(Text(f"      needs approval: {reason}", style="dim"))
+            head = "" if preview == subject else "      " + printable(preview).replace("\n", "\n      ")
+        where = f"      {printable(sandbox)}" if call.name == "shell" and sandbox else ""
+        asks = f"      needs approval: {printable(reason)}" if reason else ""
+        if not self.color:
+            for text in (head, where):
+                if text:
+                    self.line(text)
+            if diff:
+                self.write(diffs.plain(diff, "      ", 200))
+            if asks:
+                self.line(asks)
             return
-        if head:
-            self.line(head)
-        if body:
-            self.write(str(body))
-        if reason:
-            self.line(f"      needs approval: {reason}")
+        for text, style in ((head, "bold"), (where, "")):
+            if text:
+                self.print(Text(text, style=style))
+        if diff:
+            self.print(diffs.coloured(diff, "      ", max_lines=200))
+        if asks:
+            self.print(Text(asks, style="dim"))
 
 
 # The name the CLI used before colour existed; it picks plain text by itself where needed.

@@ -12,11 +12,11 @@ import os
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from loopagent import __version__
 from loopagent.events import Compacted, Event, MessageAdded, RunEnd
 from loopagent.messages import to_record
+from loopagent.secrets import public_url
 from loopagent.session.catalog import SessionError
 
 SCHEMA = 1
@@ -29,18 +29,6 @@ class SessionWriteError(SessionError):
 def now_iso() -> str:
     """UTC now, ISO 8601 with microseconds and a Z."""
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def public_url(url: str) -> str:
-    """The base URL without user:password and without a query string (keys hide in both)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def header(session_id: str, workspace: Path, model: str, base_url: str, task: str) -> dict:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
 from loopagent.messages import ToolResult
+from loopagent.sandbox.executor import Executor, PlainExecutor
 
 if TYPE_CHECKING:
     from loopagent.tools.workspace import Workspace
@@ -28,6 +29,14 @@ class ToolContext:
     env: Mapping[str, str] = field(default_factory=dict)
     shell_timeout: float = 120.0
     cancel: threading.Event = field(default_factory=threading.Event)
+    # How the shell starts a command: in the sandbox, or plainly (the default, `--sandbox off`).
+    executor: Executor = field(default_factory=PlainExecutor)
+    # Replaces known secret values in a result before it is shown, stored or sent (secrets.Redactor).
+    redact: Callable[[str], str] = str
+    # Path rules of the policy, on workspace-relative real paths (Policy.may_read, explicitly_allows):
+    # grep and list_files skip what may not be read; a hard-linked file needs an explicit allow rule.
+    may_read: Callable[[str], bool] = lambda rel: True
+    explicitly_allows: Callable[[str, str], bool] = lambda tool, rel: False
 
 
 class Tool:

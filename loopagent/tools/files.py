@@ -1,9 +1,10 @@
-"""File tools: read_file, write_file, edit_file. Every path goes through Workspace.resolve."""
+"""File tools: read_file, write_file, edit_file. Every path goes through the Workspace, which confines it."""
 
 from __future__ import annotations
 
 import difflib
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +87,7 @@ class ReadFile(Tool):
         ws = ctx.workspace
         path = ws.resolve(args.path)
         rel = ws.rel(path)
-        data = ws.read_bytes(path)
+        data = ws.read_bytes(path, allow_links=ctx.explicitly_allows(self.name, rel), tool=self.name)
         if is_binary(data):
             raise ToolError(f"{rel} is a binary file ({len(data)} bytes); read_file shows text files only")
         ws.record_read(path, data)
@@ -123,18 +124,16 @@ class Change:
     rel: str
     old: bytes | None
     new: bytes
+    tool: str = "write_file"
+    allow_links: bool = False  # the user's explicit allow rule for a hard-linked file
 
     def diff(self) -> str:
         before = "" if self.old is None else self.old.decode("utf-8", errors="replace")
         return unified_diff(before, self.new.decode("utf-8", errors="replace"), self.rel)
 
     def apply(self, ws: Workspace) -> None:
-        """Write the new bytes; the agent's own write counts as a read for the stale check."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_bytes(self.new)
-        except OSError as exc:
-            raise ToolError(f"cannot write {self.rel}: {exc.strerror}") from None
+        """Write the new bytes (atomically); the agent's own write counts as a read for the stale check."""
+        ws.write_bytes(self.path, self.new, allow_links=self.allow_links, tool=self.tool)
         ws.record_read(self.path, self.new)
 
 
@@ -161,11 +160,13 @@ class WriteFile(Tool):
 
     def plan(self, args: WriteParams, ctx: ToolContext) -> Change:
         ws = ctx.workspace
-        path = ws.resolve(args.path)
-        if path == ws.root or path.is_dir():
-            raise ToolError(f"{ws.rel(path)} is a directory; give a file path")
-        old = ws.read_bytes(path) if path.exists() else None
-        return Change(path, ws.rel(path), old, args.content.encode("utf-8"))
+        path = ws.resolve_writable(args.path)
+        rel, st = ws.rel(path), ws.lstat(path)
+        if path == ws.root or (st is not None and stat.S_ISDIR(st.st_mode)):
+            raise ToolError(f"{rel} is a directory; give a file path")
+        allow = ctx.explicitly_allows(self.name, rel)
+        old = ws.read_if_exists(path, allow_links=allow, tool=self.name)
+        return Change(path, rel, old, args.content.encode("utf-8"), self.name, allow)
 
     def preview(self, args: WriteParams, ctx: ToolContext) -> str:
         return preview_of(lambda: self.plan(args, ctx))
@@ -204,9 +205,10 @@ class EditFile(Tool):
     def plan(self, args: EditParams, ctx: ToolContext) -> tuple[Change, str]:
         """The change and what it replaces; ToolError (file untouched) when the edit is not exact."""
         ws = ctx.workspace
-        path = ws.resolve(args.path)
+        path = ws.resolve_writable(args.path)
         rel = ws.rel(path)
-        data = ws.read_bytes(path)
+        allow = ctx.explicitly_allows(self.name, rel)
+        data = ws.read_bytes(path, allow_links=allow, tool=self.name)
         if is_binary(data):
             raise ToolError(f"{rel} is a binary file; edit_file changes text files only")
         ws.check_fresh(path, data)
@@ -228,7 +230,7 @@ class EditFile(Tool):
             )
         updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
         what = f"{len(starts)} occurrences" if len(starts) > 1 else f"1 occurrence at line {line_list(text, starts)}"
-        return Change(path, rel, data, updated.encode("utf-8", errors="surrogateescape")), what
+        return Change(path, rel, data, updated.encode("utf-8", errors="surrogateescape"), self.name, allow), what
 
     def preview(self, args: EditParams, ctx: ToolContext) -> str:
         return preview_of(lambda: self.plan(args, ctx)[0])

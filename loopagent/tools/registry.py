@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,13 +56,15 @@ class Registry:
         return Prepared(call, tool, args)
 
     def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
-        """Run a prepared call. Tool failures of any kind become error results."""
+        """Run a prepared call. Tool failures of any kind become error results, secrets [redacted]."""
         try:
             result = prepared.tool.run(prepared.args, ctx)
         except ToolError as exc:
             result = ToolResult.error(str(exc))
         except Exception as exc:  # a tool bug must not end the run; the model reads what happened
             result = ToolResult.error(f"{prepared.call.name} failed: {type(exc).__name__}: {exc}")
+        # Redacted before clipping, so that no clip can cut a secret in two and keep half of it.
+        result = replace(result, content=ctx.redact(result.content), display=ctx.redact(result.display))
         return clip_result(result).answering(prepared.call)
 
 

@@ -4,6 +4,8 @@ Both paths share one idea of which files exist: every `.gitignore` inside the wo
 (also when it is not a git repository) plus `.git/info/exclude`, nothing above the
 workspace root and no global excludes; hidden files are included, `.git` never is,
 symlinks are not followed. Results are sorted, so the output is the same either way.
+Files the policy does not let the agent read (ToolContext.may_read) are neither listed nor
+searched, and grep skips hard-linked files (another name of one can be outside the workspace).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -98,11 +101,18 @@ def ignored(specs: tuple[pathspec.GitIgnoreSpec, ...], rel: str) -> bool:
     return False
 
 
-def walk(root: Path, start: str) -> Iterator[str]:
-    """Workspace-relative paths of the files under `start` that the ignore rules keep (the fallback)."""
-    if (root / start).is_file():
-        yield start
-        return
+def walk(ws: Workspace, start: str) -> Iterator[str]:
+    """Workspace-relative paths of the files under `start` that the ignore rules keep (the fallback).
+
+    Directories are opened beneath the root without following links (Workspace.scandir), so a
+    directory swapped for a link while the walk runs is not entered.
+    """
+    root = ws.root
+    if start not in ("", "."):
+        st = ws.lstat(root / start)
+        if st is not None and stat.S_ISREG(st.st_mode):
+            yield start
+            return
     base = (spec(inherited_lines(root, start)),)
     pending = [("" if start in ("", ".") else start, base)]
     while pending:
@@ -110,18 +120,14 @@ def walk(root: Path, start: str) -> Iterator[str]:
         own = ignore_lines(root, rel_dir)
         if own:
             specs = (*specs, spec(own))
-        try:
-            entries = list(os.scandir(root / rel_dir))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.name == ".git" or entry.is_symlink():
+        for name, kind in ws.scandir(tuple(rel_dir.split("/")) if rel_dir else ()):
+            if name == ".git":
                 continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if entry.is_dir(follow_symlinks=False):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if kind == "dir":
                 if not ignored(specs, rel + "/"):
                     pending.append((rel, specs))
-            elif entry.is_file(follow_symlinks=False) and not ignored(specs, rel):
+            elif kind == "file" and not ignored(specs, rel):
                 yield rel
 
 
@@ -216,9 +222,25 @@ def start_of(ws: Workspace, path: str | None) -> str:
 def list_paths(ws: Workspace, start: str, rg: str | None) -> tuple[list[str], bool]:
     """Every kept file under `start`, sorted, and whether the list was cut short."""
     if rg is None:
-        return sorted(walk(ws.root, start)), False
+        return sorted(walk(ws, start)), False
     out, cut = run_rg(rg, ws.root, start, ["--files"])
     return sorted(out.decode("utf-8", errors="replace").splitlines()), cut
+
+
+def links_allowed(ctx: ToolContext, rel: str) -> bool:
+    """The user's explicit rule for a hard-linked file: one for grep, or one for read_file."""
+    return ctx.explicitly_allows("grep", rel) or ctx.explicitly_allows("read_file", rel)
+
+
+def searchable(ctx: ToolContext, rel: str) -> bool:
+    """Whether grep may show lines of `rel` that rg found: readable by the policy, one link (or allowed)."""
+    if not ctx.may_read(rel):
+        return False
+    try:
+        st = ctx.workspace.lstat(ctx.workspace.root / rel)
+    except (ToolError, ValueError):
+        return False
+    return st is not None and stat.S_ISREG(st.st_mode) and (st.st_nlink == 1 or links_allowed(ctx, rel))
 
 
 class ListParams(BaseModel):
@@ -244,6 +266,7 @@ class ListFiles(Tool):
     def run(self, args: ListParams, ctx: ToolContext) -> ToolResult:
         start = start_of(ctx.workspace, args.path)
         paths, cut = list_paths(ctx.workspace, start, self.rg)
+        paths = [p for p in paths if ctx.may_read(p)]
         if args.pattern:
             glob = Glob(args.pattern)
             paths = [p for p in paths if glob.keeps(p, start)]
@@ -279,19 +302,19 @@ def rg_matches(rg: str, ws: Workspace, start: str, pattern: str, glob: Glob | No
     return matches, cut
 
 
-def python_matches(ws: Workspace, start: str, pattern: str, glob: Glob | None,
+def python_matches(ctx: ToolContext, start: str, pattern: str, glob: Glob | None,
                    ignore_case: bool) -> list[Match]:
     try:
         regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
     except re.error as exc:
         raise ToolError(f"search failed: invalid regular expression {pattern!r}: {exc}") from None
-    matches = []
-    for rel in walk(ws.root, start):
-        if glob and not glob.keeps(rel, start):
+    ws, matches = ctx.workspace, []
+    for rel in walk(ws, start):
+        if (glob and not glob.keeps(rel, start)) or not ctx.may_read(rel):
             continue
         try:
-            data = (ws.root / rel).read_bytes()
-        except OSError:
+            data = ws.read_bytes(ws.root / rel, allow_links=links_allowed(ctx, rel), tool="grep")
+        except ToolError:
             continue
         if b"\0" in data:
             continue  # binary, as rg decides when it walks a directory
@@ -335,11 +358,14 @@ class Grep(Tool):
         start = start_of(ws, args.path)
         glob = Glob(args.glob) if args.glob else None
         if self.rg is None:
-            matches, cut = python_matches(ws, start, args.pattern, glob, args.ignore_case), False
+            matches, cut = python_matches(ctx, start, args.pattern, glob, args.ignore_case), False
         else:
             matches, cut = rg_matches(self.rg, ws, start, args.pattern, glob, args.ignore_case)
             if glob:
                 matches = [m for m in matches if glob.keeps(m[0], start)]
+            # rg opened the files itself: keep only lines of files grep may show, judged per file.
+            keep = {p for p in {m[0] for m in matches} if searchable(ctx, p)}
+            matches = [m for m in matches if m[0] in keep]
         matches.sort(key=lambda m: (m[0], m[1]))
         if not matches:
             return ToolResult.ok(f"no matches for {args.pattern!r}")

@@ -1,0 +1,12 @@
+"""The wall around shell commands: bubblewrap on Linux, and containment of every process a call starts.
+
+spec.py (what the sandbox is), layout.py (the paths to pin, protect and hide), bwrap.py (the
+command line, pure), probe.py (does bwrap work here), executor.py (how a call starts),
+containment.py (every process dies with its call), walls.py (the note when a command hit one).
+"""
+
+from loopagent.sandbox.executor import BwrapExecutor, Executor, PlainExecutor, Sandbox, Started, open_sandbox
+from loopagent.sandbox.spec import MODES, SandboxSpec, spec_from, spec_from_settings
+
+__all__ = ["MODES", "BwrapExecutor", "Executor", "PlainExecutor", "Sandbox", "SandboxSpec", "Started",
+           "open_sandbox", "spec_from", "spec_from_settings"]

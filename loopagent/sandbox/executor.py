@@ -1,0 +1,120 @@
+"""How a shell call's argv is started: plainly (`--sandbox off`) or inside bwrap.
+
+The shell tool owns waiting, output, timeouts and killing; an executor only starts the
+process (in its own session, stdin empty, stdout and stderr on one pipe) and, when the
+call is over, tidies what the start left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from loopagent.sandbox.containment import become_subreaper
+from loopagent.sandbox.layout import Layout, survey
+from loopagent.sandbox.spec import SandboxSpec
+from loopagent.sandbox.walls import wall_note
+
+
+@dataclass
+class Started:
+    """A running call: its process, and the mount points to remove once it is over."""
+
+    proc: subprocess.Popen
+    mount_points: tuple[str, ...] = ()
+
+    def close(self) -> None:
+        """Remove the empty files and dirs bwrap made on the host to mount over."""
+        for path in reversed(self.mount_points):
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.rmdir(path)  # only when empty: anything else was not ours
+                elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+
+@dataclass
+class PlainExecutor:
+    """Runs commands as loop's own user, unsandboxed (`--sandbox off`, or no working bwrap)."""
+
+    reason: str = ""  # why: "" when the user chose it
+
+    def describe(self) -> str:
+        """For the approval prompt: how the command will run."""
+        return f"not sandboxed ({self.reason})" if self.reason else "not sandboxed"
+
+    def spawn(self, argv: list[str], cwd: str, env: Mapping[str, str]) -> Started:
+        """Start `argv`; raises OSError when it cannot."""
+        return Started(popen(argv, cwd, env))
+
+    def note(self, output: str) -> str | None:
+        """A note for a failed command's result: which wall it hit (none here)."""
+        return None
+
+
+@dataclass
+class BwrapExecutor:
+    """Runs commands inside bwrap as `spec` says; the layout is read again for every call."""
+
+    spec: SandboxSpec
+    bwrap: str = "bwrap"
+    last: Layout = field(default_factory=Layout)
+
+    def describe(self) -> str:
+        return self.spec.describe()
+
+    def spawn(self, argv: list[str], cwd: str, env: Mapping[str, str]) -> Started:
+        from loopagent.sandbox.bwrap import bwrap_argv
+
+        self.last = survey(self.spec)
+        started = Started(popen(bwrap_argv(self.spec, self.last, argv, self.bwrap), cwd, env),
+                          self.last.mount_points())
+        return started
+
+    def note(self, output: str) -> str | None:
+        return wall_note(output, self.spec)
+
+
+Executor = PlainExecutor | BwrapExecutor
+
+
+def popen(argv: list[str], cwd: str, env: Mapping[str, str]) -> subprocess.Popen:
+    become_subreaper()
+    return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The sandbox of a run: the executor, the state the policy needs, the line for the user."""
+
+    executor: Executor
+    state: str  # "sandboxed" | "off" | "unavailable"
+    problem: str | None = None  # why it is unavailable (or degraded)
+    verdict: str | None = None  # one line for stderr, None when the sandbox is fully in force
+
+
+def open_sandbox(spec: SandboxSpec, environ: Mapping[str, str], chosen_by: str = "") -> Sandbox:
+    """Probe bwrap (once per process) and pick the executor for `spec`."""
+    if spec.mode == "off":
+        where = f" ({chosen_by})" if chosen_by and chosen_by != "default" else ""
+        return Sandbox(PlainExecutor(), "off",
+                       verdict=f"sandbox: off{where}; shell commands run unsandboxed")
+    from loopagent.sandbox.probe import probe
+
+    found = probe(environ.get("PATH", os.defpath))
+    if not found.works:
+        return Sandbox(PlainExecutor(found.problem or ""), "unavailable", found.problem,
+                       f"sandbox: unavailable ({found.problem}); in mode all shell commands will ask; "
+                       f"--sandbox off runs them unsandboxed")
+    from dataclasses import replace
+
+    spec = replace(spec, proc=found.proc, disable_userns=found.disable_userns)
+    verdict = None
+    if not found.proc:
+        verdict = "sandbox: this kernel refused a new /proc inside the sandbox; /proc is empty there"
+    return Sandbox(BwrapExecutor(spec, found.bwrap or "bwrap"), "sandboxed", None, verdict)

@@ -1,0 +1,65 @@
+"""What the sandbox of a run is: a frozen value built once from the settings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+MODES = ("off", "workspace-write", "read-only")  # weakest first: a project file may only move right
+
+# Credential stores in $HOME that a command has no business reading; hidden (empty) inside.
+SECRET_STORES = (
+    ".ssh", ".aws", ".gnupg", ".config/gh", ".netrc", ".docker", ".kube", ".pypirc",
+    ".git-credentials", ".config/gcloud", ".azure", ".npmrc", ".cargo/credentials",
+    ".cargo/credentials.toml",
+)
+DAEMON_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd")
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """Where a sandboxed command may write and what it may reach; paths are absolute strings."""
+
+    mode: str  # one of MODES
+    workspace: str
+    network: bool = False
+    writable: tuple[str, ...] = ()  # extra writable directories (workspace-write only)
+    hidden: tuple[str, ...] = ()  # hidden behind an empty mount when they exist
+    proc: bool = True  # a fresh /proc; False when the kernel refuses one (then /proc is empty)
+    disable_userns: bool = True  # no nested user namespaces (where bwrap and the kernel allow it)
+
+    def describe(self) -> str:
+        """One phrase for the approval prompt and `loop config`: what a command may touch."""
+        if self.mode == "off":
+            return "not sandboxed"
+        where = "workspace read-only" if self.mode == "read-only" else "workspace writable"
+        if self.mode == "workspace-write" and self.writable:
+            where += f" (+{len(self.writable)} more dir{'s' if len(self.writable) > 1 else ''})"
+        net = "network on" if self.network else "no network"
+        return f"sandboxed: {where}, {net}" + ("" if self.proc else ", no /proc")
+
+
+def spec_from(mode: str, workspace: Path, environ: Mapping[str, str], network: bool = False,
+              writable: list[str] | tuple[str, ...] = ()) -> SandboxSpec:
+    """The spec for `workspace`, with $LOOP_HOME and the secret stores of $HOME hidden."""
+    root = os.path.realpath(workspace)
+    home = environ.get("HOME") or os.path.expanduser("~")
+    loop_home = environ.get("LOOP_HOME") or os.path.join(home, ".loop")
+    hidden = [os.path.abspath(loop_home)] + [os.path.join(home, name) for name in SECRET_STORES]
+    # Sockets that act for the user (ssh-agent, keyrings, docker): reachable even without a network.
+    hidden += [environ.get("XDG_RUNTIME_DIR") or f"/run/user/{os.getuid()}", *DAEMON_SOCKETS]
+    if environ.get("SSH_AUTH_SOCK"):
+        hidden.append(environ["SSH_AUTH_SOCK"])
+    extra = []
+    for entry in writable:
+        path = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
+        extra.append(os.path.realpath(os.path.join(root, path)))  # relative: to the workspace
+    return SandboxSpec(mode=mode, workspace=root, network=network, writable=tuple(extra),
+                       hidden=tuple(dict.fromkeys(hidden)))
+
+
+def spec_from_settings(settings, workspace: Path, environ: Mapping[str, str]) -> SandboxSpec:
+    """The spec from `sandbox`, `sandbox_network` and `sandbox_writable`."""
+    return spec_from(settings.sandbox, workspace, environ, settings.sandbox_network, settings.sandbox_writable)
