@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from loopagent.sandbox.bwrap import ISOLATION, bwrap_argv
 from loopagent.sandbox.layout import Layout, survey
 from loopagent.sandbox.spec import SECRET_STORES, SandboxSpec, spec_from
@@ -165,3 +167,20 @@ def test_wall_notes_name_the_wall_and_the_way_out():
     assert wall_note("Could not resolve host: x", SandboxSpec("workspace-write", WS, network=True)) is None
     assert wall_note("Read-only file system", SandboxSpec("off", WS)) is None
     assert "read-only in this run" in wall_note("Read-only file system", SandboxSpec("read-only", WS))
+
+
+def test_a_venv_under_tmp_is_shown_read_only_through_the_private_tmp(tmp_path):
+    """A clone in /tmp with its venv on PATH (CI does this) must still find its interpreter inside."""
+    if not str(tmp_path).startswith("/tmp/"):
+        pytest.skip("pytest's temporary directory is not under /tmp here")
+    venv = tmp_path / "clone" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (tmp_path / "tool").mkdir()
+    environ = {"PATH": f"{venv}/bin:/usr/bin:{tmp_path / 'tool'}:/tmp:/nonexistent", "HOME": str(tmp_path)}
+    spec = spec_from("workspace-write", tmp_path / "clone", environ)
+    assert str(venv) in spec.through_tmp and str(tmp_path / "tool") in spec.through_tmp
+    assert "/tmp" not in spec.through_tmp and "/usr" not in spec.through_tmp
+    argv = bwrap_argv(spec, Layout(), ["true"])
+    shown = pairs(argv, "--ro-bind-try")
+    assert (str(venv), str(venv)) in shown
+    assert argv.index("/tmp") < argv.index(str(venv)) < argv.index(str(tmp_path / "clone"))

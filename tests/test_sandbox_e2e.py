@@ -242,3 +242,22 @@ def test_an_invalid_sandbox_mode_is_one_line_and_exit_2(run_loop, ws):
     proc = run_loop("agent", "-C", str(ws), "--sandbox", "bogus", "task")
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "--sandbox" in proc.stderr
+
+
+@needs_bwrap
+def test_code_the_parser_cannot_judge_runs_in_mode_all_but_cannot_delete_the_parent(run_loop, server, outside):
+    """The issue's parent-deleting forms that mode all lets run (inline code, a script): the wall holds."""
+    ws = outside / "ws"  # a parent outside /tmp, which is private inside the sandbox
+    ws.mkdir()
+    canary = outside / "parent-canary.txt"
+    canary.write_text("canary\n")
+    attack = script(ws, "wipe.sh", 'rm -rf ..; rm -rf "${PWD%/*}"\n')
+    proc, results = run_shell(run_loop, server, ws, [
+        "python3 -c 'import shutil; shutil.rmtree(\"..\")'",
+        "perl -e 'system(\"rm -rf ..\")'",
+        attack,
+    ])
+    assert proc.returncode == 0, proc.stderr
+    assert len(results) == 3 and not any(r.startswith("denied") for r in results), results
+    assert canary.read_text() == "canary\n"
+    assert "Read-only file system" in results[0] and "[sandbox]" in results[0]

@@ -24,6 +24,8 @@ def bwrap_argv(spec: SandboxSpec, layout: Layout, command: list[str], bwrap: str
     argv += ["--proc", "/proc"] if spec.proc else empty_dir("/proc")  # never the host's /proc: loop's environ
     # The private /tmp before the workspace: the workspace itself may live under /tmp.
     argv += ["--tmpfs", "/tmp"]
+    for path in spec.through_tmp:  # before the workspace, which may lie inside one of them
+        argv += ["--ro-bind-try", path, path]
     argv += ["--ro-bind" if spec.mode == "read-only" else "--bind", spec.workspace, spec.workspace]
     for path in layout.writable + layout.pinned:
         argv += ["--bind", path, path]

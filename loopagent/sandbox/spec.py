@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,9 @@ class SandboxSpec:
     network: bool = False
     writable: tuple[str, ...] = ()  # extra writable directories (workspace-write only)
     hidden: tuple[str, ...] = ()  # hidden behind an empty mount when they exist
+    # Directories under /tmp that commands need to run (a venv or a toolchain on PATH there),
+    # shown read-only through the private /tmp, which would otherwise hide them.
+    through_tmp: tuple[str, ...] = ()
     proc: bool = True  # a fresh /proc; False when the kernel refuses one (then /proc is empty)
     disable_userns: bool = True  # no nested user namespaces (where bwrap and the kernel allow it)
 
@@ -57,7 +61,25 @@ def spec_from(mode: str, workspace: Path, environ: Mapping[str, str], network: b
         path = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
         extra.append(os.path.realpath(os.path.join(root, path)))  # relative: to the workspace
     return SandboxSpec(mode=mode, workspace=root, network=network, writable=tuple(extra),
-                       hidden=tuple(dict.fromkeys(hidden)))
+                       hidden=tuple(dict.fromkeys(hidden)), through_tmp=programs_under_tmp(environ))
+
+
+def programs_under_tmp(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The prefixes of PATH entries, $VIRTUAL_ENV and this interpreter that lie below /tmp.
+
+    A clone in /tmp with its venv (CI does this) must still find its `python` inside the
+    sandbox; `X/bin` on PATH stands for the prefix `X`, whose lib/ the interpreter needs.
+    """
+    entries = [p for p in environ.get("PATH", "").split(os.pathsep) if p]
+    entries += [environ.get("VIRTUAL_ENV", ""), sys.prefix, sys.base_prefix]
+    found = []
+    for entry in entries:
+        real = os.path.realpath(entry) if entry else ""
+        if os.path.basename(real) == "bin":
+            real = os.path.dirname(real)
+        if real.startswith("/tmp/") and os.path.isdir(real):
+            found.append(real)
+    return tuple(sorted(dict.fromkeys(found), key=len))
 
 
 def spec_from_settings(settings, workspace: Path, environ: Mapping[str, str]) -> SandboxSpec:
