@@ -16,6 +16,14 @@ from tests.fakeserver import FakeServer
 SAMPLE = Path(__file__).resolve().parent.parent / "loopagent" / "demo" / "sample"
 
 
+def where_shells_run() -> list[str]:
+    """`--sandbox off` where bubblewrap cannot run, else nothing: tests not about the sandbox run
+    sandboxed where they can (so its walls meet real work) and still pass on a machine without it."""
+    from loopagent.sandbox.probe import probe
+
+    return [] if probe(os.environ.get("PATH")).works else ["--sandbox", "off"]
+
+
 def clean_env(home: Path) -> dict[str, str]:
     """The process environment without LOOP_*/OPENAI_* variables, with a private LOOP_HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOP_", "OPENAI_"))}

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from loopagent.checkpoint import Timeline
+from tests.conftest import where_shells_run
 from tests.fakeserver import text, tools
 
 FIX_OLD = "        path = PurePosixPath(name)\n"
@@ -56,7 +57,7 @@ def test_undo_redo_after_edit_and_shell_leave_the_users_repo_alone(run_loop, ser
         tools(("shell", {"command": SHELL})),
         text("done"),
     )
-    proc = run_loop("agent", "-C", str(sample), "--base-url", server.url, "--json", "--approval", "all", "fix it")
+    proc = run_loop("agent", "-C", str(sample), "--base-url", server.url, "--json", "--approval", "all", *where_shells_run(), "fix it")
     assert proc.returncode == 0, proc.stderr
     session_id = json.loads(proc.stdout.splitlines()[0])["id"]
     fixed = (sample / "path_rules.py").read_text()
@@ -95,7 +96,7 @@ def test_undo_redo_after_edit_and_shell_leave_the_users_repo_alone(run_loop, ser
 
 def test_no_checkpoints_flag_takes_none(run_loop, server, sample, loop_home):
     server.add(tools(("write_file", {"path": "new.txt", "content": "x\n"})), text("ok"))
-    proc = run_loop("agent", "-C", str(sample), "--base-url", server.url, "--json", "--approval", "all",
+    proc = run_loop("agent", "-C", str(sample), "--base-url", server.url, "--json", "--approval", "all", *where_shells_run(),
                     "--no-checkpoints", "write")
     assert proc.returncode == 0 and (sample / "new.txt").exists()
     assert not (loop_home / "checkpoints").exists()
@@ -109,7 +110,7 @@ def test_checkpoints_that_cannot_be_taken_warn_once_and_the_run_goes_on(run_loop
     server.add(tools(("write_file", {"path": "a.txt", "content": "a"}), ("write_file", {"path": "b.txt",
                                                                                          "content": "b"})),
                text("ok"))
-    proc = run_loop("agent", "-C", str(sample), "--base-url", server.url, "--json", "--approval", "all", "write")
+    proc = run_loop("agent", "-C", str(sample), "--base-url", server.url, "--json", "--approval", "all", *where_shells_run(), "write")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("checkpoints are off") == 1
     assert (sample / "a.txt").exists() and (sample / "b.txt").exists()

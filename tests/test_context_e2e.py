@@ -8,6 +8,7 @@ from pathlib import Path
 
 from loopagent.context import SUMMARY_HEADER, estimate_tokens
 from loopagent.guards import QUESTION_NUDGE
+from tests.conftest import where_shells_run
 from tests.fakeserver import FakeServer, Reply, text, text_events, tools
 
 SUMMARY = "SUMMARY: read the files, nothing changed yet; next check f9."
@@ -18,7 +19,7 @@ def events(stdout: str) -> list[dict]:
 
 
 def agent(run_loop, server, ws: Path, *extra: str, task: str = "look at the files"):
-    return run_loop("agent", "-C", str(ws), "--base-url", server.url, "--json", "--approval", "all", *extra, task)
+    return run_loop("agent", "-C", str(ws), "--base-url", server.url, "--json", "--approval", "all", *where_shells_run(), *extra, task)
 
 
 def wire_tokens(body: dict) -> int:

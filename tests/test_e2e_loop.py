@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import where_shells_run
 from tests.fakeserver import Reply, error, text, text_events, tool_events, tools
 
 FIX_OLD = "        path = PurePosixPath(name)\n"
@@ -35,7 +36,7 @@ def test_sample_repair_end_to_end(run_loop, server, sample):
         text("Fixed: backslashes are normalised; 4 tests pass."),
     )
     assert sample_passes(sample).returncode == 1
-    proc = agent(run_loop, server, sample, "--approval", "all")
+    proc = agent(run_loop, server, sample, "--approval", "all", *where_shells_run())
     assert proc.returncode == 0, proc.stderr
     out = events(proc.stdout)
     assert out[-1]["type"] == "result" and out[-1]["status"] == "completed" and out[-1]["steps"] == 4

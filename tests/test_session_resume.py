@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import clean_env
+from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import text, tools
 
 KEY = "sk-session-test-key"
@@ -64,7 +64,7 @@ def test_every_message_is_a_line_and_the_key_is_never_written(run_loop, server, 
 def test_sigkill_during_a_slow_shell_call_then_resume(run_loop, server, sample, loop_home):
     server.add(tools(("shell", {"command": "echo $$ > shell.pid && exec sleep 30"})))
     cmd = [sys.executable, "-m", "loopagent", "agent", "-C", str(sample), "--base-url", server.url,
-           "--api-key", KEY, "--json", "--approval", "all", "run the slow thing"]
+           "--api-key", KEY, "--json", "--approval", "all", *where_shells_run(), "run the slow thing"]
     proc = subprocess.Popen(cmd, env=clean_env(loop_home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL)
     pid_file, shell_pid = sample / "shell.pid", None

@@ -20,7 +20,7 @@ from loopagent.messages import ToolCall
 from loopagent.policy import Decision
 from loopagent.render.safe import printable
 from loopagent.render.terminal import TerminalRenderer
-from tests.conftest import clean_env
+from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import Reply, _chunk, text, tool_events, tools
 from tests.test_terminal_repl import ANSI, Terminal
 
@@ -64,7 +64,7 @@ def test_plain_output_to_a_pipe_shows_every_attack_escaped(server, sample, loop_
     attack_script(server, sample)
     proc = subprocess.run(
         [sys.executable, "-m", "loopagent", "agent", "-C", str(sample), "--base-url", server.url,
-         "--approval", "all", "--show-thinking", "go"],
+         "--approval", "all", *where_shells_run(), "--show-thinking", "go"],
         capture_output=True, timeout=60, env=clean_env(loop_home), stdin=subprocess.DEVNULL)
     out = (proc.stdout + proc.stderr).decode()
     assert proc.returncode == 0, out
@@ -83,7 +83,7 @@ def test_json_output_stays_exact_json_with_nothing_raw(server, sample, loop_home
     attack_script(server, sample)
     proc = subprocess.run(
         [sys.executable, "-m", "loopagent", "agent", "-C", str(sample), "--base-url", server.url,
-         "--approval", "all", "--json", "go"],
+         "--approval", "all", *where_shells_run(), "--json", "go"],
         capture_output=True, timeout=60, env=clean_env(loop_home), stdin=subprocess.DEVNULL)
     out = proc.stdout.decode()
     assert proc.returncode == 0, proc.stderr
@@ -121,7 +121,7 @@ def pty_run(server, loop_home):
 
 def test_colour_terminal_shows_every_attack_escaped(pty_run, server, sample):
     attack_script(server, sample)
-    t = pty_run(sample, "--approval", "all", "--show-thinking", "go")
+    t = pty_run(sample, "--approval", "all", *where_shells_run(), "--show-thinking", "go")
     t.expect("done: completed")
     assert t.exit_code() == 0
     seen = t.seen

@@ -108,7 +108,10 @@ def main() -> None:
             code = 0
         else:
             hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            typer.echo(f"loop: {exc.format_message()}{hint}", err=True)
+            # a bad value is echoed back: escape it, it may have come from a script or a file
+            from loopagent.render.safe import printable
+
+            typer.echo(f"loop: {printable(exc.format_message())}{hint}", err=True)
             code = getattr(exc, "exit_code", 2)
     except (KeyboardInterrupt, typer.Abort):
         code = 130
