@@ -3,7 +3,8 @@
 
 Two models: an instant fake server (real HTTP, real SSE), and an in-process model that encodes
 the full request body exactly as the HTTP client does and answers from saved chunks. The CPU
-time of the loop's thread per turn (request encoding, stream assembly, validation, tool,
+time of the process per turn (the model stream runs in a worker thread since Ctrl+C became a
+cancel token; with real HTTP the in-process fake server's own work is included) (request encoding, stream assembly, validation, tool,
 listeners, context window) grows only until the request fills --ctx-size (16384, the default,
 reached near turn 100) and is flat from there to turn 1,000: nothing per turn rescans or
 re-encodes the whole history.
@@ -61,7 +62,7 @@ def per_turn_cpu(model, ws: Path, turns: int) -> list[float]:
     stamps: list[float] = []
     agent = Agent(
         model=model, registry=Registry(default_tools()), tools=ToolContext(Workspace(ws)),
-        listeners=[lambda e: stamps.append(time.thread_time()) if isinstance(e, TurnStart) else None],
+        listeners=[lambda e: stamps.append(time.process_time()) if isinstance(e, TurnStart) else None],
         limits=Limits(max_steps=turns),
     )
     agent.run([SystemMessage("bench"), UserMessage("read small.py forever")])

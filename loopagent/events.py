@@ -131,9 +131,13 @@ class RunEnd:
     steps: int
     usage: Usage
     message: str = ""
+    signal: int = 0  # the signal that stopped an aborted run (SIGTERM, SIGHUP); 0 for Ctrl+C or none
 
     @property
     def exit_code(self) -> int:
+        """The process exit code: 128 + the signal for a run a signal stopped (143, 129), else by status."""
+        if self.status == "aborted" and self.signal:
+            return 128 + self.signal
         return EXIT_CODES[self.status]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-StopReason = Literal["stop", "tool_calls", "length", "incomplete", "error"]
+StopReason = Literal["stop", "tool_calls", "length", "incomplete", "error", "interrupted"]
 
 
 @dataclass(frozen=True)

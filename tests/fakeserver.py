@@ -27,6 +27,9 @@ class Reply:
     split: int | None = None
     delay: float = 0.0
     hang_after: bool = False  # keep the connection open after the events until the server stops
+    # Raw SSE bytes produced on the fly (endless or huge streams), sent instead of `events`, each
+    # piece flushed as it comes (after `delay`); it stops when the client hangs up or the server stops.
+    stream: Callable[[], Iterable[bytes]] | None = None
 
     def stream_bytes(self) -> bytes:
         out = []
@@ -168,7 +171,7 @@ class FakeServer:
                     self._send_plain(404, b'{"error": {"message": "not found"}}')
                     return
                 reply = server._next(body)
-                if reply.events is None:
+                if reply.events is None and reply.stream is None:
                     self._send_plain(reply.status, reply.body or b"", reply.headers)
                     return
                 self.send_response(reply.status)
@@ -178,15 +181,13 @@ class FakeServer:
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                data = reply.stream_bytes()
-                step = reply.split or len(data) or 1
                 try:
-                    for i in range(0, len(data), step):
-                        if reply.delay and server._stop.wait(reply.delay):
+                    for piece in self._pieces(reply):
+                        if server._stop.is_set() or reply.delay and server._stop.wait(reply.delay):
                             return
-                        piece = data[i:i + step]
-                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                        self.wfile.flush()
+                        if piece:  # an empty chunk would end the chunked body
+                            self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                            self.wfile.flush()
                     if reply.hang_after:
                         server._stop.wait(60)
                         return
@@ -195,6 +196,13 @@ class FakeServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True
+
+            def _pieces(self, reply: Reply) -> Iterable[bytes]:
+                if reply.stream is not None:
+                    return reply.stream()
+                data = reply.stream_bytes()
+                step = reply.split or len(data) or 1
+                return (data[i:i + step] for i in range(0, len(data), step))
 
             def _send_plain(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)

@@ -165,24 +165,6 @@ def test_compaction_request_and_continued_history(run_loop, server, tmp_path):
     assert kinds.count("agent") == len(turns)
 
 
-def test_overflow_after_compaction_stops_instead_of_compacting_again(run_loop, server, tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "small.txt").write_text("hello\n")
-    for k in range(3):
-        write_lines(ws / f"big{k}.txt", 200, f"big{k}")
-    limit = base_tokens(run_loop, ws, "look at the files") + 1200
-    turns = [tools(("read_file", {"path": "small.txt"})),
-             tools(*[("read_file", {"path": f"big{k}.txt"}) for k in range(3)]), text("never sent")]
-    server.add(*[dispatch(turns)] * 6)
-
-    proc = agent(run_loop, server, ws, "--ctx-size", ctx_for(limit))
-    out = events(proc.stdout)
-    assert proc.returncode == 3
-    assert out[-1]["status"] == "token_limit" and "even after compaction" in out[-1]["message"]
-    assert ["tools" in b for b in server.requests] == [True, True, False]  # one compaction, then stop
-
-
 def test_token_budget_stops_before_the_request_that_would_exceed_it(run_loop, server, tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()

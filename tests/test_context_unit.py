@@ -12,7 +12,6 @@ from loopagent.context import (
     SUMMARY_HEADER,
     BrokenHistory,
     BudgetSpent,
-    ContextFull,
     ContextWindow,
     check_pairing,
     clip_text,
@@ -173,18 +172,6 @@ def test_compact_on_demand_passes_the_focus_and_does_nothing_on_a_short_history(
     event = window.compact(long_history(), model, focus="the Decimal change")
     assert event is not None and event.focus == "the Decimal change"
     assert "Focus especially on: the Decimal change" in model.requests[0][0][1].content
-
-
-def test_a_request_that_does_not_fit_after_one_compaction_stops():
-    history = [SYSTEM, TASK, *turn(1, "list_files", {}, "a.py b.py"),
-               AssistantMessage(tool_calls=tuple(ToolCall(f"r{k}", "read_file", f'{{"path": "{k}"}}') for k in "ab"),
-                                stop_reason="tool_calls"),
-               ToolResult("ra", "read_file", lines("a", 400)), ToolResult("rb", "read_file", lines("b", 400))]
-    model = Model()
-    window = ContextWindow(ctx_size=3000, reserve=1000)
-    with pytest.raises(ContextFull, match="even after compaction"):
-        window.prepare(history, [], model)
-    assert len(model.requests) == 1
 
 
 def test_a_compaction_that_would_break_the_budget_is_not_sent():

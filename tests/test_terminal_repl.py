@@ -135,7 +135,8 @@ def test_ctrl_c_during_a_slow_stream_returns_the_prompt_with_a_valid_history(ter
     t.expect("Short answer.")
     t.expect("done: completed")
     roles = [m["role"] for m in server.requests[1]["messages"]]
-    assert roles == ["system", "user", "user"]  # the cut-off reply was never added
+    assert roles == ["system", "user", "assistant", "user"]  # the cut-off reply is kept, marked interrupted
+    assert server.requests[1]["messages"][2]["content"].startswith("Once upon a time")
     t.prompt()
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
@@ -238,7 +239,7 @@ def test_one_shot_run_interrupted_by_ctrl_c_exits_130_with_the_session_saved(ser
     assert len(sessions) == 1
     records = [json.loads(line) for line in sessions[0].read_text().splitlines()]
     assert records[-1]["type"] == "end" and records[-1]["status"] == "aborted"
-    assert [r.get("role") for r in records if r.get("type") == "message"] == ["system", "user"]
+    assert [r.get("role") for r in records if r.get("type") == "message"] == ["system", "user", "assistant"]
 
 
 def test_ask_mode_shows_the_diff_an_edit_would_make_before_asking(term, server, workspace):

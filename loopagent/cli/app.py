@@ -115,6 +115,12 @@ def main() -> None:
             code = getattr(exc, "exit_code", 2)
     except (KeyboardInterrupt, typer.Abort):
         code = 130
+    except BaseException as exc:  # SIGTERM/SIGHUP outside a turn (cli/interrupts.py): 143 / 129, no traceback
+        from loopagent.cli.interrupts import Stopped
+
+        if not isinstance(exc, Stopped):
+            raise
+        code = 128 + exc.signum
     sys.exit(code if isinstance(code, int) else 0)
 
 

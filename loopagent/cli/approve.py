@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import select
 import sys
 from collections.abc import Callable
 from typing import IO, Literal
 
+from loopagent.cancel import Cancel
 from loopagent.messages import ToolCall
 from loopagent.policy import Decision
 from loopagent.render.safe import printable
@@ -41,8 +43,9 @@ class PromptApprover:
         self.sandbox = sandbox
         self.always: set[tuple[str, str]] = set()
 
-    def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision) -> bool:
-        """Ask once; True runs the call."""
+    def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision,
+                cancel: Cancel | None = None) -> bool:
+        """Ask once; True runs the call. A set `cancel` (Ctrl+C at the question) answers False at once."""
         key = (call.name, preview or subject)
         if key in self.always:
             return True
@@ -53,10 +56,29 @@ class PromptApprover:
             self.out.write(plain_question(call, subject, preview, decision.reason, sandbox))
         self.out.write(QUESTION)
         self.out.flush()
-        answer = parse_answer(self.read.readline())
+        line = self.answer(cancel)
+        if line is None:
+            self.out.write("\n")
+            self.out.flush()
+            return False
+        answer = parse_answer(line)
         if answer == "always":
             self.always.add(key)
         return answer != "no"
+
+    def answer(self, cancel: Cancel | None) -> str | None:
+        """The line typed, or None when the turn was cancelled first."""
+        try:
+            fd = self.read.fileno()
+        except (AttributeError, OSError, ValueError):  # a StringIO in tests: nothing to wait for
+            fd = -1
+        if cancel is not None and fd >= 0:
+            # The terminal and the token together: Ctrl+C sets the token from another thread, and
+            # a blocked readline would not notice it.
+            ready, _, _ = select.select([fd, cancel.fileno()], [], [])
+            if fd not in ready:
+                return None
+        return None if cancel is not None and cancel.is_set() else self.read.readline()
 
 
 def plain_question(call: ToolCall, subject: str, preview: str, reason: str, sandbox: str = "") -> str:

@@ -1,9 +1,9 @@
 """The interactive REPL: a prompt (prompt-toolkit), turns of the agent, slash commands, Ctrl+C.
 
-Ctrl+C during a turn reaches the loop as KeyboardInterrupt (the agent runs in the main thread),
-which closes the stream or cancels the running tools and answers every open call. While a turn
-runs, what the person types is read without echo and queued (steering); it is delivered at the
-next turn boundary.
+Ctrl+C during a turn sets the turn's cancel token (cli/interrupts.py): the stream closes, the
+running tools stop, every open call is answered "cancelled by the user" and the prompt returns.
+SIGTERM or SIGHUP does the same and then ends the REPL (143 / 129). While a turn runs, what the
+person types is read without echo and queued (steering); it is delivered at the next turn boundary.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import termios
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,11 +23,13 @@ from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 
+from loopagent.cancel import Cancel
 from loopagent.cli import slash
+from loopagent.cli.interrupts import Stopped, Trap
 from loopagent.config import Settings, loop_home
 from loopagent.events import AssistantDone, Event, RunEnd
-from loopagent.loop import CANCELLED, Agent
-from loopagent.messages import AssistantMessage, Message, ToolResult, UserMessage
+from loopagent.loop import Agent
+from loopagent.messages import Message, UserMessage
 from loopagent.render.terminal import TerminalRenderer
 
 
@@ -117,9 +119,9 @@ class PausingApprover:
     def __init__(self, inner: Any, typeahead: TypeAhead):
         self.inner, self.typeahead = inner, typeahead
 
-    def approve(self, *args: Any) -> bool:
+    def approve(self, *args: Any, **kwargs: Any) -> bool:
         with self.typeahead.paused():
-            return self.inner.approve(*args)
+            return self.inner.approve(*args, **kwargs)
 
 
 class SlashCompleter(Completer):
@@ -178,6 +180,7 @@ class Repl:
     context_used: int = 0
     turns: list[Any] = field(default_factory=list)  # per-turn token records (TurnTokens events)
     services: dict[str, Any] = field(default_factory=dict)  # session and checkpoint objects, when present
+    trap: Trap | None = None  # turns stopping signals into the turn's cancel token (None: signals as Python has them)
 
     def __post_init__(self) -> None:
         self.typeahead = TypeAhead(self.renderer)
@@ -214,6 +217,12 @@ class Repl:
         )
         self.renderer.say("loop: type a task; /help lists commands; Esc+Enter for a new line; Ctrl+D exits.",
                           "dim")
+        try:
+            return self.loop(prompt)
+        except Stopped as exc:  # SIGTERM or SIGHUP at the prompt
+            return 128 + exc.signum
+
+    def loop(self, prompt: PromptSession[str]) -> int:
         while True:
             self.renderer.close()
             default, self.prefill = self.prefill, ""
@@ -230,6 +239,9 @@ class Repl:
                     return code
             elif text:
                 self.turn(text)
+                stopping = self.trap.stopping() if self.trap else None
+                if stopping:  # SIGTERM or SIGHUP during the turn: the turn is over, and so is the REPL
+                    return 128 + stopping
 
     def turn(self, text: str) -> RunEnd | None:
         """One task from the prompt; queued messages left at the end become the next task."""
@@ -238,15 +250,19 @@ class Repl:
             self.agent.add(self.history, UserMessage(text))
             self.typeahead.start()
             try:
-                end = self.agent.run(self.history, text)
-            except KeyboardInterrupt:  # between the loop's own handlers: answer what is open
-                close_open_calls(self.agent, self.history)
-                self.renderer.say(f"cancelled: {CANCELLED}", "yellow")
+                with self.trap.turn() if self.trap else nullcontext(Cancel()) as cancel:
+                    end = self.agent.run(self.history, text, cancel)
             finally:
                 self.typeahead.stop()
                 self.renderer.close()
             self.prefill = self.typeahead.typing
             self.typeahead.typing = ""
+            if end.status == "aborted":  # what was typed during a cancelled turn goes back to the prompt
+                with self.typeahead.lock:
+                    queued, self.typeahead.queue = self.typeahead.queue, []
+                self.renderer.set_queued([])
+                self.prefill = "\n".join([*queued, self.prefill]).strip()
+                return end
             text = "\n".join(self.typeahead.take())
         return end
 
@@ -257,16 +273,3 @@ class Repl:
         except (KeyboardInterrupt, EOFError):
             return ""
 
-
-def close_open_calls(agent: Agent, history: list[Message]) -> None:
-    """Give every call of the last assistant message that has no result a "cancelled" result."""
-    for i in range(len(history) - 1, -1, -1):
-        msg = history[i]
-        if isinstance(msg, AssistantMessage):
-            answered = {m.call_id for m in history[i + 1:] if isinstance(m, ToolResult)}
-            for call in msg.tool_calls:
-                if call.id not in answered:
-                    agent.add(history, ToolResult.error(CANCELLED).answering(call))
-            return
-        if isinstance(msg, UserMessage):
-            return

@@ -124,7 +124,7 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
         context=ContextWindow(settings.ctx_size, settings.max_tokens),
     )
     from loopagent.cli.record import attach
-    from loopagent.session import SessionError, SessionWriteError
+    from loopagent.session import SessionError
 
     try:  # the session file (new, or resumed with repairs) and checkpoints; see cli/record.py
         rec = attach(agent, opts.workspace, settings, opts.task, opts.resume,
@@ -132,20 +132,30 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None) -> int:
                                    limit=settings.instructions_max_bytes), interactive)
     except SessionError as exc:
         return session_failed(agent, exc)
-    history = rec.history
     if opts.json:
         printer.session(rec.id, str(rec.path))
-    if interactive:
-        from loopagent.cli.repl import Repl
+    return drive(agent, rec, settings, renderer if interactive else None)
 
-        return Repl(agent, history, settings, renderer, services=rec.services()).run()
-    try:
-        end = agent.run(history, rec.task)
-    except KeyboardInterrupt:
-        end = RunEnd("aborted", 0, Usage(), "interrupted by Ctrl+C")
-        agent.emit(end)
-    except SessionWriteError as exc:
-        return session_failed(agent, exc)
+
+def drive(agent, rec, settings: Settings, renderer=None) -> int:
+    """Run the task (or, given a renderer, the REPL) with stopping signals turned into the cancel token.
+
+    SIGINT, SIGTERM and SIGHUP cancel the running turn (cli/interrupts.py): the tools stop, the run
+    ends `aborted` with its `result` line and session `end`, exit 130 / 143 / 129.
+    """
+    from loopagent.cli.interrupts import Trap
+    from loopagent.session import SessionWriteError
+
+    with Trap() as trap:
+        if renderer is not None:
+            from loopagent.cli.repl import Repl
+
+            return Repl(agent, rec.history, settings, renderer, services=rec.services(), trap=trap).run()
+        try:
+            with trap.turn() as cancel:
+                end = agent.run(rec.history, rec.task, cancel)
+        except SessionWriteError as exc:
+            return session_failed(agent, exc)
     return end.exit_code
 
 

@@ -51,11 +51,10 @@ def service(repl: Repl, name: str) -> Any:
 
 
 def history_replaced(repl: Repl) -> None:
-    """After /clear or /rewind: the context window's stubs, clips and summary name indices of the old
-    history, so they are dropped; the toolbar's estimate starts over."""
+    """After /clear or /rewind the toolbar's estimate starts over; the context window's edits are keyed
+    by message identity, so those of messages that left the history are gone with them."""
     from loopagent.context import messages_tokens
 
-    repl.agent.context.reset()
     repl.context_used = messages_tokens(repl.history)
 
 

@@ -29,6 +29,9 @@ class TurnAssembler:
         self.slots: list[_Slot] = []
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        # Counts fragments that carry something (text, thinking, a call's piece, the finish): the
+        # client's idle deadline watches it, so keep-alives and empty deltas do not keep a turn alive.
+        self.progress = 0
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         """Merge one chunk; returns the deltas a listener should see."""
@@ -44,19 +47,22 @@ class TurnAssembler:
             # Non-streaming servers put the whole reply in "message".
             delta = choice.get("delta") or choice.get("message") or {}
             content = delta.get("content")
-            if content:
+            if isinstance(content, str) and content:
                 self.text.append(content)
+                self.progress += 1
                 events.append(TextDelta(content))
             # llama.cpp and vLLM use reasoning_content; OpenRouter and Ollama use reasoning.
             for key in ("reasoning_content", "reasoning"):
                 thought = delta.get(key)
                 if isinstance(thought, str) and thought:
                     self.thinking.append(thought)
+                    self.progress += 1
                     events.append(ThinkingDelta(thought))
             for part in delta.get("tool_calls") or []:
                 self._merge_call(part)
             if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+                self.finish_reason = str(choice["finish_reason"])
+                self.progress += 1
         return events
 
     def _merge_call(self, part: dict[str, Any]) -> None:
@@ -64,6 +70,8 @@ class TurnAssembler:
         call_id = part.get("id") or ""
         fn = part.get("function") or {}
         slot = self._slot_for(index, call_id)
+        if call_id or fn.get("name") or fn.get("arguments"):
+            self.progress += 1
         if call_id and not slot.id:
             slot.id = call_id
         # Some servers repeat the full name in every fragment: set it once, never append.
@@ -92,24 +100,52 @@ class TurnAssembler:
         self.slots.append(slot)
         return slot
 
+    def partial(self) -> AssistantMessage:
+        """What arrived so far, as a message that runs nothing (half-streamed calls are dropped)."""
+        return AssistantMessage(text="".join(self.text), thinking="".join(self.thinking),
+                                stop_reason="incomplete", usage=self.usage)
+
     def finish(self) -> AssistantMessage:
         """The complete turn; raises IncompleteTurn when the stream did not finish properly."""
-        if self.finish_reason is None:
-            raise IncompleteTurn("the model stream ended without a finish reason (cut short or empty)")
-        if self.finish_reason == "length":
+        reason = self.finish_reason
+        if reason is None:
+            raise IncompleteTurn("the model stream ended without a finish reason (cut short or empty)",
+                                 self.partial())
+        if reason == "length":
             raise IncompleteTurn(
                 "the model stopped at its output limit (finish_reason \"length\"); "
-                "raise max_tokens or shorten the request"
+                "raise max_tokens or shorten the request", self.partial()
             )
+        if reason not in NORMAL_ENDS:
+            # content_filter with a tool call once ran the tool: a reply the server stopped runs nothing.
+            raise IncompleteTurn(abnormal_end(reason, len(self.slots)), self.partial())
         calls = tuple(
             ToolCall(id=s.id or f"call_{uuid.uuid4().hex[:24]}", name=s.name, arguments="".join(s.arguments))
             for s in self.slots
         )
+        text = "".join(self.text)
+        if not calls and not text.strip():
+            only = " (only thinking)" if "".join(self.thinking).strip() else ""
+            raise IncompleteTurn(f"the model sent an empty reply{only}: no text and no tool calls",
+                                 self.partial())
         # Some servers say "stop" although tool calls are present: the calls decide.
         return AssistantMessage(
-            text="".join(self.text),
+            text=text,
             thinking="".join(self.thinking),
             tool_calls=calls,
             stop_reason="tool_calls" if calls else "stop",
             usage=self.usage,
         )
+
+
+# The finish reasons of a reply that ended as meant. "function_call" is OpenAI's older name for a call;
+# "eos_token" and "stop_sequence" are how Hugging Face TGI says "stop".
+NORMAL_ENDS = {"stop", "tool_calls", "function_call", "eos_token", "stop_sequence"}
+
+
+def abnormal_end(reason: str, calls: int) -> str:
+    """The message for a reply the server ended for another reason than finishing it."""
+    dropped = f"; its {calls} tool call{'s' if calls != 1 else ''} did not run" if calls else ""
+    if reason == "content_filter":
+        return f"the server's content filter stopped the reply (finish_reason \"content_filter\"){dropped}"
+    return f"the server ended the reply with finish_reason {reason[:60]!r}, not a normal end{dropped}"

@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat-completions client: httpx + SSE, retries before the first byte only."""
+"""OpenAI-compatible chat-completions client: httpx + a bounded SSE decoder, retries before the first byte only."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from httpx_sse import EventSource, SSEError
 
-from loopagent.client import IncompleteTurn, ModelError
+from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError
 from loopagent.client.assemble import TurnAssembler
+from loopagent.client.sse import MAX_LINE_BYTES, LineTooLong, SSEDecoder
+from loopagent.client.watch import Hangup, Idle, on_cancel
 from loopagent.events import Event
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
 from loopagent.secrets import Redactor, public_url, url_secrets
@@ -105,6 +106,7 @@ class OpenAIClient:
     backoff: float = 0.5
     max_backoff: float = 30.0
     sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
         self.url = endpoint(self.base_url)
@@ -115,6 +117,7 @@ class OpenAIClient:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         self._encoder = WireEncoder()
+        self._last_stream: Any = None  # the connection of the last response: a reused one has no connect event
         self._http = httpx.Client(
             headers=headers,
             timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
@@ -125,13 +128,30 @@ class OpenAIClient:
         self._http.close()
 
     def complete(
-        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None]
+        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None],
+        cancel: CancelSignal | None = None,
     ) -> AssistantMessage:
+        """One streamed turn. Raises ModelError, IncompleteTurn, or Cancelled once `cancel` is set."""
         body = self._encoder.encode(self.model, messages, tools, self.max_tokens).encode("utf-8")
+        line = Hangup(self._stream_seen, self._last_stream)
+        remove = on_cancel(cancel, line.hang_up)
+        try:
+            return self._attempts(body, emit, cancel, line)
+        finally:
+            line.done()
+            if remove is not None:
+                remove()
+
+    def _attempts(self, body: bytes, emit: Callable[[Event], None], cancel: CancelSignal | None,
+                  line: Hangup) -> AssistantMessage:
         attempt = 0
         while True:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(AssistantMessage(stop_reason="incomplete"))
             try:
-                with self._http.stream("POST", self.url, content=body) as response:
+                with self._http.stream("POST", self.url, content=body,
+                                       extensions={"trace": line.trace}) as response:
+                    line.answered(response)
                     if response.status_code in RETRY_STATUS and attempt < self.retries:
                         delay = self._delay(attempt, response.headers.get("retry-after"))
                     elif response.status_code >= 400:
@@ -141,7 +161,7 @@ class OpenAIClient:
                         ))
                     else:
                         # From here on bytes have arrived: nothing is retried.
-                        return self._consume(response, emit)
+                        return self._consume(response, emit, cancel)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt >= self.retries:
                     raise ModelError(self.clean(
@@ -149,9 +169,15 @@ class OpenAIClient:
                     )) from exc
                 delay = self._delay(attempt, None)
             except (httpx.HTTPError, httpx.InvalidURL) as exc:  # bad scheme or URL, timeout before any byte
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled(AssistantMessage(stop_reason="incomplete")) from exc
                 raise ModelError(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
             attempt += 1
-            self.sleep(delay)
+            wait = getattr(cancel, "wait", None)
+            wait(delay) if callable(wait) else self.sleep(delay)  # a cancel token's wait ends early on set
+
+    def _stream_seen(self, stream: Any) -> None:
+        self._last_stream = stream
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
         """Exponential backoff with jitter; a server's Retry-After wins, within the cap."""
@@ -161,32 +187,86 @@ class OpenAIClient:
                 return min(max(seconds, 0.0), self.max_backoff)
         return min(self.backoff * (2**attempt) * (0.5 + random.random() / 2), self.max_backoff)
 
-    def _consume(self, response: httpx.Response, emit: Callable[[Event], None]) -> AssistantMessage:
+    def _consume(self, response: httpx.Response, emit: Callable[[Event], None],
+                 cancel: CancelSignal | None) -> AssistantMessage:
         turn = TurnAssembler()
+        kind = response.headers.get("content-type", "")
         try:
-            if "json" in response.headers.get("content-type", ""):
+            if "json" in kind:
                 # A server that ignored stream: true and sent one JSON reply.
-                response.read()
-                for event in turn.feed(response.json()):
+                for event in turn.feed(self._json_body(response, turn, cancel)):
                     emit(event)
                 return turn.finish()
-            for sse in EventSource(response).iter_sse():
-                data = sse.data.strip()
-                if not data:
-                    continue
-                if data == "[DONE]":
-                    break
-                try:
-                    chunk = json.loads(data)
-                except json.JSONDecodeError as exc:
-                    raise IncompleteTurn(f"the server sent a chunk that is not JSON: {data[:120]!r}") from exc
-                for event in turn.feed(chunk):
-                    emit(event)
-        except SSEError as exc:
-            raise ModelError(self.clean(f"{self.shown} did not answer with an event stream: {exc}")) from exc
+            if "text/event-stream" not in kind.partition(";")[0]:
+                raise ModelError(self.clean(f"{self.shown} did not answer with an event stream "
+                                            f"(Content-Type {kind.partition(';')[0]!r})"))
+            return self._events(response, turn, emit, cancel)
+        except LineTooLong as exc:
+            raise IncompleteTurn(f"the model stream was abandoned: {exc}", turn.partial()) from exc
         except httpx.HTTPError as exc:
-            raise IncompleteTurn(self.clean(f"the model stream broke off: {_reason(exc)}")) from exc
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(turn.partial()) from exc
+            why = (f"no data from the model for {self.read_timeout:g} s" if isinstance(exc, httpx.ReadTimeout)
+                   else _reason(exc))
+            raise IncompleteTurn(self.clean(f"the model stream broke off: {why}"), turn.partial()) from exc
+
+    def _events(self, response: httpx.Response, turn: TurnAssembler, emit: Callable[[Event], None],
+                cancel: CancelSignal | None) -> AssistantMessage:
+        """Read the event stream under the idle deadline; the turn, once finished."""
+        decoder, idle = SSEDecoder(), Idle(self.read_timeout, self.clock)
+        for chunk in response.iter_bytes():
+            for data in decoder.feed(chunk):
+                if self._take(data, turn, emit):
+                    return turn.finish()
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(turn.partial())
+            if idle.expired(turn.progress):
+                if turn.finish_reason is not None:  # finished, but the server never closed the stream
+                    return turn.finish()
+                raise IncompleteTurn(idle.message(decoder.comments), turn.partial())
+        for data in decoder.close():
+            if self._take(data, turn, emit):
+                break
+        if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
+            raise Cancelled(turn.partial())
         return turn.finish()
+
+    def _take(self, data: str, turn: TurnAssembler, emit: Callable[[Event], None]) -> bool:
+        """Feed one event's data; True at `[DONE]`."""
+        data = data.strip()
+        if not data:
+            return False
+        if data == "[DONE]":
+            return True
+        try:
+            chunk = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise IncompleteTurn(f"the server sent a chunk that is not JSON: {data[:120]!r}",
+                                 turn.partial()) from exc
+        if not isinstance(chunk, dict):
+            raise IncompleteTurn(f"the server sent a chunk that is not a JSON object: {data[:120]!r}",
+                                 turn.partial())
+        for event in turn.feed(chunk):
+            emit(event)
+        return False
+
+    def _json_body(self, response: httpx.Response, turn: TurnAssembler, cancel: CancelSignal | None) -> dict:
+        """A whole JSON reply, read under the same size limit as one event."""
+        parts, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_LINE_BYTES:
+                raise LineTooLong(f"the JSON reply passed {MAX_LINE_BYTES // (1024 * 1024)} MB")
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(turn.partial())
+            parts.append(chunk)
+        try:
+            payload = json.loads(b"".join(parts))
+        except ValueError as exc:
+            raise IncompleteTurn(f"the server's JSON reply is broken: {exc}") from exc
+        if not isinstance(payload, dict):
+            raise IncompleteTurn("the server's JSON reply is not an object")
+        return payload
 
     def clean(self, message: str) -> str:
         """An error message that cannot name the URL's credentials, however httpx worded it."""

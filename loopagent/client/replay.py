@@ -32,8 +32,9 @@ class ReplayClient:
         return cls(turns)
 
     def complete(
-        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None]
+        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None], cancel=None
     ) -> AssistantMessage:
+        """The next recorded turn, its chunks fed through the same assembler as a live stream."""
         if self.position >= len(self.turns):
             raise ModelError(f"the recording has no turn {self.position + 1}; it holds {len(self.turns)}")
         chunks = self.turns[self.position]

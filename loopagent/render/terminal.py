@@ -102,8 +102,11 @@ def verdict(result: ToolResult) -> tuple[str, str]:
     if result.is_error and content.startswith("denied"):
         reason = content.split(":", 1)[1].strip() if ":" in content else content
         return "denied", reason
-    if result.is_error and "needs approval" in content.split("\n", 1)[0]:
-        return "denied", content.split("\n", 1)[0]
+    first = content.split("\n", 1)[0]
+    if result.is_error and "needs approval" in first:
+        return "denied", first
+    if result.is_error and first.startswith(("cancelled by the user", "timed out after")):
+        return "error", printable(first)  # what happened to the call, not its last output line
     return ("error" if result.is_error else "ok"), summary(content, result.is_error)
 
 
@@ -312,6 +315,8 @@ class TerminalRenderer:
             self.print(Text(text, style="yellow"))
         else:
             self.line(text)
+        if event.kind == "compact":  # the summary request that follows takes a while; Compacted clears it
+            self.set_activity("compacting the context")
 
     def on_Compacted(self, event: Compacted) -> None:  # noqa: N802
         self.set_activity(None)

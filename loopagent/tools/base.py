@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import BaseModel
 
+from loopagent.cancel import Cancel
 from loopagent.messages import ToolResult
 from loopagent.sandbox.executor import Executor, PlainExecutor
 
@@ -22,13 +22,14 @@ class ToolError(Exception):
 
 @dataclass
 class ToolContext:
-    """What tools may use besides their arguments. One per run."""
+    """What tools may use besides their arguments. One per run; the loop gives each turn its own `cancel`."""
 
     workspace: Workspace
     # Environment for shell commands, already scrubbed of secrets by the caller.
     env: Mapping[str, str] = field(default_factory=dict)
     shell_timeout: float = 120.0
-    cancel: threading.Event = field(default_factory=threading.Event)
+    # Set when the turn is cancelled: a tool that blocks watches it (polls, waits, or on_cancel()).
+    cancel: Cancel = field(default_factory=Cancel)
     # How the shell starts a command: in the sandbox, or plainly (the default, `--sandbox off`).
     executor: Executor = field(default_factory=PlainExecutor)
     # Replaces known secret values in a result before it is shown, stored or sent (secrets.Redactor).

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import itertools
+import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,13 @@ READ_MAX_BYTES = 50_000  # a page stops early when its text passes this
 LINE_MAX_CHARS = 2000  # longer lines (minified code, data) are cut in the listing
 DIFF_MAX_LINES = 400  # diff lines in the model's result; `display` keeps the whole diff
 NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
+SNIFF_BYTES = 8192  # binary or text is decided from this much of the head
+# Up to this size read_file reads the whole file (its line count, the stale-edit hash); beyond it,
+# it reads just far enough for the page: a 2 GiB file must not be read to show 50 KB of it.
+WHOLE_MAX_BYTES = 10_000_000
+EDIT_MAX_BYTES = WHOLE_MAX_BYTES  # edit_file reads and rewrites whole files; larger ones are refused
+LINE_KEEP_BYTES = LINE_MAX_CHARS * 4  # of one line of a large file, enough bytes for what the listing shows
+UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def is_binary(data: bytes) -> bool:
@@ -35,12 +44,16 @@ def lines_of(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def numbered(lines: list[str], first: int) -> str:
-    """`lines` in read_file's listing format; `first` is the 1-based number of the first line."""
+def numbered(lines: list[str], first: int, unread: Sequence[int] = ()) -> str:
+    """`lines` in read_file's listing format; `first` is the 1-based number of the first line.
+
+    `unread[i]`: characters of line i that were never read (a huge line of a large file).
+    """
     out = []
     for n, line in enumerate(lines, start=first):
-        if len(line) > LINE_MAX_CHARS:
-            line = f"{line[:LINE_MAX_CHARS]} [... {len(line) - LINE_MAX_CHARS} more characters]"
+        more = len(line) - LINE_MAX_CHARS + (unread[n - first] if n - first < len(unread) else 0)
+        if more > 0:
+            line = f"{line[:LINE_MAX_CHARS]} [... {more} more characters]"
         out.append(f"{n:>6}\t{line}")
     return "\n".join(out)
 
@@ -87,9 +100,17 @@ class ReadFile(Tool):
         ws = ctx.workspace
         path = ws.resolve(args.path)
         rel = ws.rel(path)
-        data = ws.read_bytes(path, allow_links=ctx.explicitly_allows(self.name, rel), tool=self.name)
-        if is_binary(data):
-            raise ToolError(f"{rel} is a binary file ({len(data)} bytes); read_file shows text files only")
+        with ws.open_regular(path, allow_links=ctx.explicitly_allows(self.name, rel), tool=self.name) as fd:
+            if fd is None:
+                raise ToolError(f"{rel} does not exist{ws.suggest(path)}")
+            size = os.fstat(fd).st_size
+            data = read_upto(fd, SNIFF_BYTES)
+            if is_binary(data):
+                raise ToolError(f"{rel} is a binary file ({size} bytes); read_file shows text files only")
+            data += read_upto(fd, WHOLE_MAX_BYTES + 1 - len(data))
+            if len(data) > WHOLE_MAX_BYTES:
+                rest = iter(lambda: os.read(fd, 1 << 16), b"")
+                return ToolResult.ok(large_page(rel, size, itertools.chain([data], rest), args))
         ws.record_read(path, data)
         lines = lines_of(data.decode("utf-8", errors="replace"))
         if not lines:
@@ -103,6 +124,54 @@ class ReadFile(Tool):
             body += (f"\n[lines {args.offset + 1}-{end} of {len(lines)} in {rel}; "
                      f"{len(lines) - end} more; continue with offset={end}]")
         return ToolResult.ok(body)
+
+
+def read_upto(fd: int, n: int) -> bytes:
+    """At most `n` bytes from `fd`, fewer only at the end of the file."""
+    parts, left = [], n
+    while left > 0 and (part := os.read(fd, min(left, 1 << 20))):
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def large_page(rel: str, size: int, chunks: Iterable[bytes], args: ReadParams) -> str:
+    """A page of a file over WHOLE_MAX_BYTES, read only as far as the page needs; lines are not counted."""
+    page, unread, used, n = [], [], 0, 0
+    for line, dropped in split_lines(chunks):
+        if n >= args.offset:
+            used += min(len(line), LINE_MAX_CHARS) + 8
+            if len(page) >= args.limit or (page and used > READ_MAX_BYTES):
+                return (numbered(page, args.offset + 1, unread) +
+                        f"\n[lines {args.offset + 1}-{n} of {rel} ({size} bytes, too large to count its lines); "
+                        f"more follow; continue with offset={n}]")
+            page.append(line)
+            unread.append(dropped)
+        n += 1
+    if not page:
+        raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {n} lines")
+    return numbered(page, args.offset + 1, unread)
+
+
+def split_lines(chunks: Iterable[bytes]) -> Iterator[tuple[str, int]]:
+    """Lines of a byte stream as lines_of splits them, each kept to LINE_KEEP_BYTES; with the
+    number of characters left out of it (memory stays bounded on a file with no newline)."""
+    kept, dropped = bytearray(), 0
+    for chunk in chunks:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            stop = len(chunk) if nl < 0 else nl
+            take = max(0, min(stop - start, LINE_KEEP_BYTES - len(kept)))
+            kept += chunk[start : start + take]
+            if start + take < stop:  # count characters, not bytes: skip UTF-8 continuation bytes
+                dropped += len(chunk[start + take : stop].translate(None, UTF8_CONTINUATION))
+            if nl < 0:
+                break
+            yield bytes(kept).decode("utf-8", errors="replace").removesuffix("\r"), dropped
+            kept, dropped, start = bytearray(), 0, nl + 1
+    if kept or dropped:
+        yield bytes(kept).decode("utf-8", errors="replace"), dropped
 
 
 def fit_page(lines: list[str], offset: int, limit: int) -> list[str]:
@@ -208,7 +277,7 @@ class EditFile(Tool):
         path = ws.resolve_writable(args.path)
         rel = ws.rel(path)
         allow = ctx.explicitly_allows(self.name, rel)
-        data = ws.read_bytes(path, allow_links=allow, tool=self.name)
+        data = ws.read_bytes(path, allow_links=allow, tool=self.name, most=EDIT_MAX_BYTES)
         if is_binary(data):
             raise ToolError(f"{rel} is a binary file; edit_file changes text files only")
         ws.check_fresh(path, data)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel, ValidationError
 
+from loopagent.cancel import CANCELLED
 from loopagent.messages import ToolCall, ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
 
@@ -56,7 +57,12 @@ class Registry:
         return Prepared(call, tool, args)
 
     def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
-        """Run a prepared call. Tool failures of any kind become error results, secrets [redacted]."""
+        """Run a prepared call. Tool failures of any kind become error results, secrets [redacted].
+
+        A call whose turn is cancelled before it starts does not run (nothing is written after a Ctrl+C).
+        """
+        if ctx.cancel.is_set():
+            return ToolResult.error(CANCELLED).answering(prepared.call)
         try:
             result = prepared.tool.run(prepared.args, ctx)
         except ToolError as exc:

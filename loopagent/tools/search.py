@@ -25,6 +25,7 @@ from pathlib import Path
 import pathspec
 from pydantic import BaseModel, Field
 
+from loopagent.cancel import CANCELLED, Cancel
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
 from loopagent.tools.workspace import Workspace
@@ -169,8 +170,9 @@ class Glob:
 
 # ---- running ripgrep -----------------------------------------------------------------------------
 
-def run_rg(rg: str, root: Path, start: str, flags: list[str]) -> tuple[bytes, bool]:
-    """rg's stdout (as much as OUTPUT_MAX_BYTES) and whether it was cut; ToolError when rg fails."""
+def run_rg(rg: str, root: Path, start: str, flags: list[str], cancel: Cancel) -> tuple[bytes, bool]:
+    """rg's stdout (as much as OUTPUT_MAX_BYTES) and whether it was cut; ToolError when rg fails or the
+    turn is cancelled (rg is killed at once, so a search of a huge tree never holds a Ctrl+C up)."""
     inherited = inherited_lines(root, start)
     with tempfile.NamedTemporaryFile("w", suffix=".gitignore", delete=True) as extra, \
             tempfile.TemporaryFile() as err:
@@ -184,17 +186,14 @@ def run_rg(rg: str, root: Path, start: str, flags: list[str]) -> tuple[bytes, bo
         if start not in ("", "."):
             args += ["--", start]
         proc = subprocess.Popen(args, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
-        chunks, size, cut = [], 0, False
-        assert proc.stdout is not None
-        with proc.stdout:
-            while chunk := proc.stdout.read1(1 << 20):
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > OUTPUT_MAX_BYTES:
-                    proc.kill()
-                    cut = True
-                    break
-        code = proc.wait()
+        forget = cancel.on_cancel(proc.kill)  # the kill closes rg's stdout: the read below ends
+        try:
+            chunks, cut = read_capped(proc)
+            code = proc.wait()
+        finally:
+            forget()
+        if cancel.is_set():
+            raise ToolError(CANCELLED)
         if code == 2 and not chunks:
             err.seek(0)
             message = err.read().decode("utf-8", errors="replace").strip().replace("rg: ", "", 1)
@@ -203,6 +202,28 @@ def run_rg(rg: str, root: Path, start: str, flags: list[str]) -> tuple[bytes, bo
     if cut:
         out = out[: out.rfind(b"\n") + 1]
     return out, cut
+
+
+def read_capped(proc: subprocess.Popen) -> tuple[list[bytes], bool]:
+    """rg's stdout in chunks, killing rg beyond OUTPUT_MAX_BYTES; whether it was cut."""
+    chunks, size = [], 0
+    assert proc.stdout is not None
+    with proc.stdout:
+        while chunk := proc.stdout.read1(1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > OUTPUT_MAX_BYTES:
+                proc.kill()
+                return chunks, True
+    return chunks, False
+
+
+def watched(paths: Iterator[str], cancel: Cancel) -> Iterator[str]:
+    """The Python walk, stopped by a cancelled turn (ToolError) between files."""
+    for rel in paths:
+        if cancel.is_set():
+            raise ToolError(CANCELLED)
+        yield rel
 
 
 def start_of(ws: Workspace, path: str | None) -> str:
@@ -219,11 +240,11 @@ def start_of(ws: Workspace, path: str | None) -> str:
     return "" if rel == "." else rel
 
 
-def list_paths(ws: Workspace, start: str, rg: str | None) -> tuple[list[str], bool]:
+def list_paths(ws: Workspace, start: str, rg: str | None, cancel: Cancel) -> tuple[list[str], bool]:
     """Every kept file under `start`, sorted, and whether the list was cut short."""
     if rg is None:
-        return sorted(walk(ws, start)), False
-    out, cut = run_rg(rg, ws.root, start, ["--files"])
+        return sorted(watched(walk(ws, start), cancel)), False
+    out, cut = run_rg(rg, ws.root, start, ["--files"], cancel)
     return sorted(out.decode("utf-8", errors="replace").splitlines()), cut
 
 
@@ -265,7 +286,7 @@ class ListFiles(Tool):
 
     def run(self, args: ListParams, ctx: ToolContext) -> ToolResult:
         start = start_of(ctx.workspace, args.path)
-        paths, cut = list_paths(ctx.workspace, start, self.rg)
+        paths, cut = list_paths(ctx.workspace, start, self.rg, ctx.cancel)
         paths = [p for p in paths if ctx.may_read(p)]
         if args.pattern:
             glob = Glob(args.pattern)
@@ -287,11 +308,11 @@ Match = tuple[str, int, str]
 
 
 def rg_matches(rg: str, ws: Workspace, start: str, pattern: str, glob: Glob | None,
-               ignore_case: bool) -> tuple[list[Match], bool]:
+               ignore_case: bool, cancel: Cancel) -> tuple[list[Match], bool]:
     flags = ["--null", "--line-number", "--with-filename", "--no-heading", "--color", "never"]
     flags += ["--ignore-case"] if ignore_case else ["--case-sensitive"]
     flags += glob.rg_type() if glob else []
-    out, cut = run_rg(rg, ws.root, start, [*flags, "--regexp", pattern])
+    out, cut = run_rg(rg, ws.root, start, [*flags, "--regexp", pattern], cancel)
     matches = []
     for raw in out.split(b"\n"):
         path, sep, rest = raw.partition(b"\0")
@@ -309,7 +330,7 @@ def python_matches(ctx: ToolContext, start: str, pattern: str, glob: Glob | None
     except re.error as exc:
         raise ToolError(f"search failed: invalid regular expression {pattern!r}: {exc}") from None
     ws, matches = ctx.workspace, []
-    for rel in walk(ws, start):
+    for rel in watched(walk(ws, start), ctx.cancel):
         if (glob and not glob.keeps(rel, start)) or not ctx.may_read(rel):
             continue
         try:
@@ -360,7 +381,7 @@ class Grep(Tool):
         if self.rg is None:
             matches, cut = python_matches(ctx, start, args.pattern, glob, args.ignore_case), False
         else:
-            matches, cut = rg_matches(self.rg, ws, start, args.pattern, glob, args.ignore_case)
+            matches, cut = rg_matches(self.rg, ws, start, args.pattern, glob, args.ignore_case, ctx.cancel)
             if glob:
                 matches = [m for m in matches if glob.keeps(m[0], start)]
             # rg opened the files itself: keep only lines of files grep may show, judged per file.

@@ -16,6 +16,7 @@ import time
 
 from pydantic import BaseModel, Field
 
+from loopagent.cancel import Cancel
 from loopagent.messages import ToolResult
 from loopagent.sandbox.containment import alive, children, kill_call
 from loopagent.tools.base import Tool, ToolContext, ToolError
@@ -79,7 +80,7 @@ class Shell(Tool):
         return ToolResult.error(body)
 
 
-def wait(proc: subprocess.Popen, cancel: threading.Event, deadline: float) -> str:
+def wait(proc: subprocess.Popen, cancel: Cancel, deadline: float) -> str:
     """'exited', 'timeout' or 'cancelled', whichever happens first.
 
     The exited shell is left unreaped (WNOWAIT) so its pid, which is also the session id,
@@ -98,9 +99,9 @@ def wait(proc: subprocess.Popen, cancel: threading.Event, deadline: float) -> st
             if left <= 0:
                 return "timeout"
             if pidfd is not None:
-                # The pidfd turns readable the moment the command exits: no polling delay on
-                # short commands; cancel is still seen within POLL_SECONDS.
-                select.select([pidfd], [], [], min(POLL_SECONDS, left))
+                # The pidfd turns readable the moment the command exits, the token's descriptor the
+                # moment the turn is cancelled: no polling delay on either.
+                select.select([pidfd, cancel.fileno()], [], [], min(POLL_SECONDS, left))
                 if cancel.is_set():
                     return "cancelled"
             elif cancel.wait(min(delay, left)):

@@ -21,17 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopagent.tools.base import ToolError
+from loopagent.tools.protected import protected_name, protection
 
 MAX_HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused after fstat anyway.
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-# Directory names loop never writes below, at any depth, and why.
-PROTECTED_NAMES = {
-    ".git": "git hooks and config run code",
-    ".loop": "it holds loop's own configuration",
-}
 
 
 class Escape(Exception):
@@ -186,60 +182,10 @@ class Workspace:
         """`resolve` for a write: also ToolError for protected paths (.git, .loop, $LOOP_HOME)."""
         real = self.resolve(path)
         literal = os.path.normpath("/".join(self.components(path))).split("/")
-        why = self.protection(real) or self.protected_name(literal, self.rel(real))
+        why = protection(self, real) or protected_name(literal, self.rel(real))
         if why:
             raise ToolError(why)
         return real
-
-    def protection(self, real: Path) -> str | None:
-        """Why loop may not write the real path `real` (a sentence for the model), or None."""
-        rel = self.rel(real)
-        why = self.protected_name(list(self.parts_of(real)), rel)
-        if why:
-            return why
-        for home in self.protected:
-            if real == home or home in real.parents:
-                return (f"{rel} is protected: it is inside loop's home {home} (settings, sessions); "
-                        "change it yourself")
-        for gitdir in self.git_dirs():
-            if real == gitdir or gitdir in real.parents:
-                return (f"{rel} is protected: it is the repository's git directory (git hooks and config "
-                        "run code); loop never writes it; change it yourself")
-        return None
-
-    def protected_name(self, parts: list[str], rel: str) -> str | None:
-        for name in parts:
-            if name in PROTECTED_NAMES:
-                return (f"{rel} is protected: loop never writes {name}/ ({PROTECTED_NAMES[name]}); "
-                        "change it yourself")
-        return None
-
-    def git_dirs(self) -> list[Path]:
-        """Where the root's `.git` really is when that is elsewhere inside the workspace.
-
-        `.git` may be a symlink or a `gitdir: PATH` file (a worktree, a submodule); git then runs the
-        hooks and config found there, and a worktree's `commondir` names the shared directory.
-        """
-        dot_git = self.root / ".git"
-        try:
-            if dot_git.is_symlink():
-                found = [Path(os.path.realpath(dot_git))]
-            elif dot_git.is_file():
-                line = dot_git.read_text(errors="replace")[:4096].strip()
-                if not line.startswith("gitdir:"):
-                    return []
-                found = [Path(os.path.realpath(self.root / line.removeprefix("gitdir:").strip()))]
-            else:
-                return []
-            common = found[0] / "commondir"
-            if common.is_file():
-                found.append(Path(os.path.realpath(found[0] / common.read_text(errors="replace").strip())))
-        except OSError:
-            return []
-        inside = [p for p in found if self.contains(p) and p != self.root]
-        if self.root in found:  # `gitdir: .`: the root itself is the repository; guard what runs code
-            inside += [self.root / "config", self.root / "hooks", self.root / "commondir"]
-        return inside
 
     # ---- opening -----------------------------------------------------------------------------
 
@@ -276,15 +222,31 @@ class Workspace:
         except OSError as exc:
             raise self.os_error("cannot read", real, exc) from None
 
-    def read_bytes(self, path: Path, *, allow_links: bool = False, tool: str = "read_file") -> bytes:
+    def read_bytes(self, path: Path, *, allow_links: bool = False, tool: str = "read_file",
+                   most: int | None = None) -> bytes:
         """The bytes of a regular file; ToolError for directories, missing, special and hard-linked files."""
-        data = self.read_if_exists(path, allow_links=allow_links, tool=tool)
+        data = self.read_if_exists(path, allow_links=allow_links, tool=tool, most=most)
         if data is None:
             raise ToolError(f"{self.rel(path)} does not exist{self.suggest(path)}")
         return data
 
-    def read_if_exists(self, path: Path, *, allow_links: bool = False, tool: str = "read_file") -> bytes | None:
-        """Like read_bytes, but None when the file does not exist."""
+    def read_if_exists(self, path: Path, *, allow_links: bool = False, tool: str = "read_file",
+                       most: int | None = None) -> bytes | None:
+        """Like read_bytes, but None when the file does not exist; ToolError past `most` bytes."""
+        with self.open_regular(path, allow_links=allow_links, tool=tool) as fd:
+            if fd is None:
+                return None
+            size = os.fstat(fd).st_size
+            if most is not None and size > most:
+                raise ToolError(f"{self.rel(path)} is {size} bytes; {tool} handles files up to {most} bytes")
+            return read_all(fd, size)
+
+    @contextmanager
+    def open_regular(self, path: Path, *, allow_links: bool = False, tool: str = "read_file") -> Iterator[int | None]:
+        """A read descriptor of the regular file `path` (None: it does not exist), opened race-free.
+
+        ToolError for directories, special and hard-linked files; an OSError while reading becomes one too.
+        """
         rel, parts = self.rel(path), self.parts_of(path)
         if not parts:
             raise ToolError(f"{rel} is a directory; use list_files to see what it contains")
@@ -292,7 +254,8 @@ class Workspace:
             with self.dir_fd(parts[:-1]) as dfd:
                 fd = os.open(parts[-1], READ_FLAGS, dir_fd=dfd)
         except FileNotFoundError:
-            return None
+            yield None
+            return
         except OSError as exc:
             raise self.os_error("cannot read", path, exc) from None
         try:
@@ -303,7 +266,7 @@ class Workspace:
                 raise ToolError(f"{rel} is not a regular file (a device, socket or pipe); it cannot be read")
             if st.st_nlink > 1 and not allow_links:
                 raise hard_link_error(rel, st.st_nlink, tool)
-            return read_all(fd, st.st_size)
+            yield fd
         except OSError as exc:
             raise self.os_error("cannot read", path, exc) from None
         finally:
@@ -316,7 +279,7 @@ class Workspace:
         name a new inode), so a write never changes a file through a link to elsewhere. On any
         failure the temporary file is removed and the old file is untouched.
         """
-        why = self.protection(path)
+        why = protection(self, path)
         if why:
             raise ToolError(why)
         parts = self.parts_of(path)
