@@ -1,6 +1,6 @@
 """Bounded time and memory, end to end: the real `loop` against hostile streams and a huge file.
 
-Peak memory is the child's own: os.wait4 returns the rusage of exactly the process it reaps.
+Peak memory is the child's own: a small launcher reaps it with os.wait4 (see LAUNCHER).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,27 +35,38 @@ class Run:
         return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
 
+# Peak RSS survives fork and exec (the kernel keeps the largest seen in the process's signal
+# struct), so a child forked straight from a large pytest would report pytest's size. A small
+# launcher forks the real command instead: its child starts with a fresh count.
+LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def run_measured(home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 90) -> Run:
-    """`python -m loopagent ARGS`, reaped with wait4 so its peak RSS is known."""
+    """`python -m loopagent ARGS` started by a small launcher that reaps it with wait4 for its peak RSS."""
     full_env = {**clean_env(home), **(env or {})}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        report = Path(tmp) / "report"
         start = time.monotonic()
-        proc = subprocess.Popen([sys.executable, "-m", "loopagent", *args], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, env=full_env)
-        reaped: list[tuple[int, int, object]] = []
-        waiter = threading.Thread(target=lambda: reaped.append(os.wait4(proc.pid, 0)), daemon=True)
-        waiter.start()
-        waiter.join(timeout)
-        if not reaped:
-            proc.kill()
-            waiter.join(10)
+        launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(report), sys.executable, "-m", "loopagent",
+                                     *args], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=full_env,
+                                    start_new_session=True)
+        try:
+            launcher.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(launcher.pid, 9)
+            launcher.wait(10)
             pytest.fail(f"loop did not end within {timeout} s")
         seconds = time.monotonic() - start
-        _, status, usage = reaped[0]
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        code, peak_kb = (int(x) for x in report.read_text().split())
         out.seek(0)
         err.seek(0)
-        return Run(proc.returncode, out.read().decode(), err.read().decode(), usage.ru_maxrss, seconds)
+        return Run(code, out.read().decode(), err.read().decode(), peak_kb, seconds)
 
 
 def agent(home: Path, server: FakeServer, ws: Path, *extra: str, env: dict[str, str] | None = None) -> Run:
