@@ -3,7 +3,7 @@
 The session is a deterministic fixture shaped like real repair work: a 600-line module read four
 times (twice whole, twice in part), three test runs of 400 output lines each, edits, greps and small
 reads. Each of the 30 requests is prepared from the history so far, as the loop does; compaction
-asks a stand-in model that answers with a fixed 250-word summary. Token counts use
+asks a ScriptedModel that answers with a fixed 250-word summary. Token counts use
 loopagent.context's estimator for both sides, so the ratio is like for like.
 
     python bench/bench_context.py [--quick] [--ctx-size N]
@@ -12,6 +12,7 @@ loopagent.context's estimator for both sides, so the ratio is like for like.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -31,6 +32,7 @@ from loopagent.messages import (  # noqa: E402
     UserMessage,
 )
 from loopagent.prompt import system_prompt  # noqa: E402
+from loopagent.scripted import ScriptedModel  # noqa: E402
 from loopagent.tools import Registry, default_tools  # noqa: E402
 
 MODULE = "src/ledger.py"
@@ -115,16 +117,13 @@ def session() -> list[tuple[str, dict, str]]:
     return turns
 
 
-class Summarizer:
+SUMMARY = " ".join(["Read src/ledger.py (600 lines); edited currency rounding; tests now fewer failures."] * 20)
+
+
+def summarizer() -> ScriptedModel:
     """Stands in for the model during compaction: a fixed summary, with usage like a server's."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def complete(self, messages, tools, emit) -> AssistantMessage:
-        self.calls += 1
-        text = " ".join(["Read src/ledger.py (600 lines); edited currency rounding; tests now fewer failures."] * 20)
-        return AssistantMessage(text=text, usage=Usage(messages_tokens(messages), 300))
+    return ScriptedModel(itertools.repeat(lambda messages: AssistantMessage(
+        text=SUMMARY, usage=Usage(messages_tokens(messages), 300))), record=False)
 
 
 def replay(ctx_size: int) -> dict:
@@ -133,7 +132,7 @@ def replay(ctx_size: int) -> dict:
     fixed = tools_tokens(tools)
     history: list[Message] = [SystemMessage(system_prompt([t["function"]["name"] for t in tools])),
                               UserMessage("Fix the currency rounding bug in src/ledger.py; the ledger tests fail.")]
-    window, model = ContextWindow(ctx_size=ctx_size, reserve=4096), Summarizer()
+    window, model = ContextWindow(ctx_size=ctx_size, reserve=4096), summarizer()
     naive, ours, spent = [], [], 0
     started = time.perf_counter()
     turns = session()
@@ -149,7 +148,7 @@ def replay(ctx_size: int) -> dict:
         history.append(AssistantMessage(text="", tool_calls=(call,), stop_reason="tool_calls"))
         history.append(ToolResult(call.id, name, content))
     seconds = time.perf_counter() - started
-    return {"naive": naive, "ours": ours, "compaction": spent, "compactions": model.calls,
+    return {"naive": naive, "ours": ours, "compaction": spent, "compactions": model.served,
             "limit": window.limit, "seconds": seconds}
 
 

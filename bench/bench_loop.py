@@ -1,8 +1,8 @@
 """Harness cost per turn over a long session in which every turn is a `read_file` of a small file
 (three files in turn).
 
-Two models: an instant fake server (real HTTP, real SSE), and an in-process model that encodes
-the full request body exactly as the HTTP client does and answers from saved chunks. The CPU
+Two models: an instant fake server (real HTTP, real SSE), and the package's ScriptedModel that
+encodes the full request body exactly as the HTTP client does before it answers. The CPU
 time of the process per turn (the model stream runs in a worker thread since Ctrl+C became a
 cancel token; with real HTTP the in-process fake server's own work is included) (request encoding, stream assembly, validation, tool,
 listeners, context window) grows only until the request fills --ctx-size (16384, the default,
@@ -14,6 +14,7 @@ re-encodes the whole history.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import sys
 import tempfile
@@ -22,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loopagent.client.assemble import TurnAssembler  # noqa: E402
 from loopagent.client.openai import OpenAIClient, WireEncoder  # noqa: E402
 from loopagent.events import TurnStart  # noqa: E402
 from loopagent.loop import Agent, Limits  # noqa: E402
 from loopagent.messages import SystemMessage, UserMessage  # noqa: E402
+from loopagent.scripted import ScriptedModel, call, calls  # noqa: E402
 from loopagent.tools import Registry, ToolContext, default_tools  # noqa: E402
 from loopagent.tools.workspace import Workspace  # noqa: E402
 from tests.fakeserver import FakeServer, Reply, text_events, tool_events  # noqa: E402
@@ -35,23 +36,16 @@ from tests.fakeserver import FakeServer, Reply, text_events, tool_events  # noqa
 EVENTS = [tool_events(("read_file", {"path": f"small{i}.py"})) for i in range(3)]
 
 
-class InProcessModel:
-    """Encodes every request like the HTTP client, then answers from saved chunks."""
-
-    def __init__(self, turns: list[list[dict]]):
-        self.turns, self.encoder, self.calls = turns, WireEncoder(), 0
-
-    def complete(self, messages, tools, emit):
-        self.encoder.encode("bench", messages, tools, 4096)
-        self.calls += 1
-        turn = TurnAssembler()
-        # A request without tools is the context manager asking for a compaction summary.
-        for c in self.turns[self.calls % len(self.turns)] if tools else SUMMARY:
-            turn.feed(c)
-        return turn.finish()
+def in_process_model() -> ScriptedModel:
+    """The package's ScriptedModel, encoding every request like the HTTP client before it answers."""
+    encoder = WireEncoder()
+    turns = [calls(call("read_file", {"path": f"small{i}.py"}, id=f"call_{i}")) for i in range(3)]
+    return ScriptedModel(itertools.cycle(turns), summary=SUMMARY_TEXT, record=False,
+                         on_request=lambda messages, tools: encoder.encode("bench", messages, tools, 4096))
 
 
-SUMMARY = text_events("Read small0.py, small1.py and small2.py repeatedly; nothing changed. Next: stop.")
+SUMMARY_TEXT = "Read small0.py, small1.py and small2.py repeatedly; nothing changed. Next: stop."
+SUMMARY = text_events(SUMMARY_TEXT)
 
 
 def reply_to(body: dict, k: int) -> Reply:
@@ -76,12 +70,11 @@ def around(values: list[float], mark: int) -> float:
 def main() -> None:
     turns = 200 if "--quick" in sys.argv else 1000
     marks = [m for m in (10, 100) if m < turns - 10] + [turns - 5]
-    events = EVENTS
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         for i in range(3):
             (ws / f"small{i}.py").write_text("".join(f"line {n} of {i}\n" for n in range(20)))
-        local = per_turn_cpu(InProcessModel(events), ws, turns)
+        local = per_turn_cpu(in_process_model(), ws, turns)
         with FakeServer() as server:
             server.add(*(lambda body, k=k: reply_to(body, k) for k in range(2 * turns)))
             client = OpenAIClient(base_url=server.url, model="bench")

@@ -27,11 +27,8 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from loopagent.errors import ConfigError  # defined in the error tree; importable from here as before
 from loopagent.policy import MODES, Rule
-
-
-class ConfigError(Exception):
-    """A configuration value or file is wrong; the message names it (exit 2)."""
 
 
 class Settings(BaseSettings):

@@ -1,7 +1,9 @@
 """Agent events: plain frozen values handed to listeners.
 
-The terminal renderer, the JSON printer, the session writer, checkpoints and
-tests all read this one stream. Listeners observe; they never steer the loop.
+The terminal renderer, the JSON printer, the session writer, the stderr notes and tests all
+read this one stream: what a person or a script sees and what is written to disk all come from
+it. Listeners observe; they never steer the loop (a listener that fails records its failure and
+the loop asks for it between steps, see `Agent.health`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,18 @@ EXIT_CODES: dict[str, int] = {
 
 
 @dataclass(frozen=True)
+class SessionStarted:
+    """A session file is open: new (`header` is its first line, for the writer to write) or resumed
+    (`header` None). Also the context size in force and where it came from."""
+
+    id: str
+    path: str
+    ctx_size: int = 0
+    ctx_source: str = "default"  # flag | config | server | default
+    header: dict | None = None
+
+
+@dataclass(frozen=True)
 class AgentStart:
     task: str
 
@@ -45,7 +59,10 @@ class MessageAdded:
 
 @dataclass(frozen=True)
 class TurnStart:
+    """A model request begins: an answer to the conversation, or a summary that compacts it."""
+
     step: int
+    purpose: Literal["answer", "compact"] = "answer"
 
 
 @dataclass(frozen=True)
@@ -73,7 +90,7 @@ class ToolCalled:
 
 @dataclass(frozen=True)
 class ToolStarted:
-    """A call passed validation and policy and is about to run (checkpoints snapshot here)."""
+    """A call passed validation and policy and is about to run (its checkpoint, if any, is already taken)."""
 
     call: ToolCall
     read_only: bool
@@ -81,6 +98,9 @@ class ToolStarted:
 
 @dataclass(frozen=True)
 class ToolFinished:
+    """A call's result as the history keeps it: emitted after every rewrite (the repeat warning),
+    so this is what the session file stores and what the next request sends."""
+
     call: ToolCall
     result: ToolResult
 
@@ -93,10 +113,28 @@ class TurnEnd:
 
 @dataclass(frozen=True)
 class Notice:
-    """Something a person should know that is not part of the conversation (repairs, warnings, nudges)."""
+    """Something a person should know that is not part of the conversation (repairs, warnings, nudges).
+
+    Kinds in `STDERR_KINDS` are diagnostics: shown on stderr (render/notes.py), not among the answer.
+    A `repair` may carry the bytes it `dropped`, which the session's repair record keeps.
+    """
 
     kind: str
     text: str
+    dropped: str = ""
+
+
+STDERR_KINDS = frozenset({"repair", "warning", "note"})
+
+
+@dataclass(frozen=True)
+class ContextEdit:
+    """From this request on, the result at history `index` is sent as `content` (a stub of a superseded
+    result, or a clip of a large one); the history and the session's message keep the original."""
+
+    index: int
+    kind: Literal["stub", "clip"]
+    content: str
 
 
 @dataclass(frozen=True)
@@ -142,7 +180,7 @@ class RunEnd:
 
 
 Event = (
-    AgentStart | MessageAdded | TurnStart | TextDelta | ThinkingDelta | AssistantDone
-    | ToolCalled | ToolStarted | ToolFinished | TurnEnd | TurnTokens | Compacted | Notice | RunEnd
+    SessionStarted | AgentStart | MessageAdded | TurnStart | TextDelta | ThinkingDelta | AssistantDone
+    | ToolCalled | ToolStarted | ToolFinished | TurnEnd | TurnTokens | Compacted | ContextEdit | Notice | RunEnd
 )
 Listener = Callable[[Event], None]

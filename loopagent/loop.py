@@ -1,8 +1,10 @@
 """THE loop: request -> assemble -> validate -> policy -> run tools -> append results -> repeat.
 
 It knows nothing about HTTP, terminals or disk: a model client, a tool registry,
-a policy, an approver and listeners are passed in. Never raises for anything a
-model does; every call gets exactly one result before the next request.
+a policy, an approver and listeners are passed in. Listeners only observe; what
+steers comes in explicitly: the cancel token, the approver, `steer`, `health` (the
+session can no longer be written) and `before_change` (a checkpoint). Never raises
+for anything a model does; every call gets exactly one result before the next request.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Protocol
 
 from loopagent.cancel import CANCELLED, Cancel
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
-from loopagent.context import ContextWindow, Stop
+from loopagent.context import Compaction, CompactionCancelled, ContextWindow, Stop
 from loopagent.events import (
     AgentStart,
     AssistantDone,
+    Compacted,
     Event,
     Listener,
     MessageAdded,
@@ -69,6 +72,10 @@ class Agent:
     context: ContextWindow = field(default_factory=ContextWindow)  # what each request sends
     # Messages a person typed during the turn (steering), delivered at the next turn boundary.
     steer: Callable[[], list[str]] = lambda: []
+    # '' while the rim can record the run (the session file); else why the run must stop (status error).
+    health: Callable[[], str] = lambda: ""
+    # The step before a call that may change files runs (a checkpoint): the call and what it is about.
+    before_change: Callable[[ToolCall, str], None] = lambda call, subject: None
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -79,58 +86,100 @@ class Agent:
         self.emit(MessageAdded(message, len(history) - 1))
 
     def run(self, history: list[Message], task: str = "", cancel: Cancel | None = None) -> RunEnd:
-        """Drive the conversation until the model answers without tool calls, a limit stops it, or `cancel` is set."""
+        """Drive the conversation until the model answers without tool calls, a limit stops it, `cancel`
+        is set, or the run can no longer be recorded (`health`)."""
         self.emit(AgentStart(task))
         cancel = cancel or Cancel()
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
-        run, schemas = Tally(Repeats(self.emit)), self.registry.schemas()
+        run = Tally(Repeats(self.emit), self.registry.schemas())
         while True:
-            if cancel.is_set():
-                return self.end(run, "aborted", cancel)
-            if run.steps >= self.limits.max_steps:
-                return self.end(run, "step_limit", f"stopped after {run.steps} model requests (--max-steps)")
+            if (why := self.blocked(run, cancel)) is not None:
+                return self.end(run, *why)
             try:
-                request = self.context.prepare(history, schemas, self.model, self.emit,
-                                               self.limits.tokens_left(run.usage), cancel=cancel)
-                run.usage += request.spent
-                run.steps += 1
-                self.emit(TurnStart(run.steps))
-                reply = stream_reply(self.model, request.messages, schemas, self.emit, cancel)
+                reply = self.ask(history, run, cancel)
             except Stop as exc:  # the context is full, the token budget is spent, or the history is broken
                 return self.end(run, exc.status, str(exc))
             except IncompleteTurn as exc:
                 return self.end(run, "incomplete_model_turn", str(exc))
             except ModelError as exc:
                 return self.end(run, "model_error", str(exc))
-            if reply.stop_reason != "interrupted":  # a partial answer has no cost record to account
-                turn = self.context.account(run.steps, request, reply)
-                run.usage += turn.usage
-                self.emit(turn)
             self.add(history, reply)  # also a partial one: the history keeps alternating
             self.emit(AssistantDone(reply))
-            if cancel.is_set():
-                self.emit(TurnEnd(run.steps, run.usage))
-                return self.end(run, "aborted", cancel)
-            if not reply.tool_calls:
-                self.emit(TurnEnd(run.steps, run.usage))
-                if run.needed_approval:
-                    return self.end(run, "approval_required", HEADLESS_DENIAL)
-                if run.nudges < self.limits.max_nudges and asks_or_defers(reply.text):
-                    run.nudges += 1
-                    self.emit(Notice("nudge", f"{run.nudges}/{self.limits.max_nudges}: {QUESTION_NUDGE}"))
-                    self.add(history, UserMessage(QUESTION_NUDGE))
-                    continue
-                return self.end(run, "completed")
-            for call, result in self.run_calls(reply, tools):
-                run.needed_approval |= result.content.startswith(HEADLESS_DENIAL)
-                self.add(history, run.repeats.observe(call, result))
-            if not cancel.is_set():  # a cancelled turn delivers nothing more, not even steering
-                for text in self.steer():
-                    self.add(history, UserMessage(text))
+            if reply.tool_calls:  # each gets its one result; once cancelled or unhealthy, "not run"
+                self.act(history, reply, run, tools)
             self.emit(TurnEnd(run.steps, run.usage))
-            if run.repeats.stuck and not cancel.is_set():
-                return self.end(run, "loop_detected",
-                                f"the same call returned the same result {run.repeats.count} times in a row")
+            if (why := self.blocked(run, cancel, ended=not reply.tool_calls)) is not None:
+                return self.end(run, *why)
+            if not reply.tool_calls and not self.nudged(history, reply, run):
+                return self.end(run, "completed")
+
+    def blocked(self, run: Tally, cancel: Cancel, ended: bool = False) -> tuple[Status, str | Cancel] | None:
+        """Why the run cannot go on (before a request, or after a turn), or None."""
+        if cancel.is_set():
+            return "aborted", cancel
+        if failure := self.health():
+            return "error", failure
+        if ended and run.needed_approval:
+            return "approval_required", HEADLESS_DENIAL
+        if not ended and run.repeats.stuck:
+            return "loop_detected", f"the same call returned the same result {run.repeats.count} times in a row"
+        if not ended and run.steps >= self.limits.max_steps:
+            return "step_limit", f"stopped after {run.steps} model requests (--max-steps)"
+        return None
+
+    def ask(self, history: list[Message], run: Tally, cancel: Cancel) -> AssistantMessage:
+        """One model turn: the request planned to fit (a compaction first when it must), then the reply."""
+        plan = self.context.plan(history, run.schemas, self.limits.tokens_left(run.usage))
+        if isinstance(plan, Compaction):
+            self.compaction(history, plan, run, cancel)
+            plan = self.context.plan(history, run.schemas, self.limits.tokens_left(run.usage), compacted=True)
+        for edit in plan.edits:
+            self.emit(edit)
+        run.steps += 1
+        self.emit(TurnStart(run.steps))
+        reply = stream_reply(self.model, plan.messages, run.schemas, self.emit, cancel)
+        if reply.stop_reason != "interrupted":  # a partial answer has no cost record to account
+            turn = self.context.account(run.steps, plan, reply)
+            run.usage += turn.usage
+            self.emit(turn)
+        return reply
+
+    def compaction(self, history: list[Message], plan: Compaction, run: Tally, cancel: Cancel) -> Compacted:
+        """The summary turn: shown as its own step, counted, stopped by the turn's token."""
+        self.emit(Notice("compact", plan.describe()))
+        self.emit(TurnStart(run.steps + 1, "compact"))
+        reply = stream_reply(self.model, plan.messages, [], lambda event: None, cancel)  # not shown as an answer
+        if cancel.is_set():
+            raise CompactionCancelled(CANCELLED)
+        event = self.context.compacted(history, plan, reply)
+        run.usage += event.usage
+        self.emit(event)
+        return event
+
+    def compact(self, history: list[Message], focus: str = "", cancel: Cancel | None = None) -> Compacted | None:
+        """`/compact [focus]` as a turn of its own; None when the history is too short to summarise."""
+        plan = self.context.compaction(history, focus=focus)
+        return None if plan is None else self.compaction(history, plan, Tally(Repeats(), []), cancel or Cancel())
+
+    def nudged(self, history: list[Message], reply: AssistantMessage, run: Tally) -> bool:
+        """Headless: a final answer that asks or defers goes back once more, with a nudge."""
+        if run.nudges >= self.limits.max_nudges or not asks_or_defers(reply.text):
+            return False
+        run.nudges += 1
+        self.emit(Notice("nudge", f"{run.nudges}/{self.limits.max_nudges}: {QUESTION_NUDGE}"))
+        self.add(history, UserMessage(QUESTION_NUDGE))
+        return True
+
+    def act(self, history: list[Message], reply: AssistantMessage, run: Tally, tools: ToolContext) -> None:
+        """Run the reply's calls; each result is shown and stored only after every rewrite."""
+        for call, result in self.run_calls(reply, tools):
+            run.needed_approval |= result.content.startswith(HEADLESS_DENIAL)
+            result = run.repeats.observe(call, result)
+            self.emit(ToolFinished(call, result))
+            self.add(history, result)
+        if not tools.cancel.is_set():  # a cancelled turn delivers nothing more, not even steering
+            for text in self.steer():
+                self.add(history, UserMessage(text))
 
     def end(self, run: Tally, status: Status, why: str | Cancel = "") -> RunEnd:
         """Emit and return the run's end; a cancel token says why and which signal stopped the run."""
@@ -146,24 +195,24 @@ class Agent:
         alone, in order. Once the token is set, each call not yet run is answered "cancelled"."""
         batch: list[Prepared] = []
         for call in reply.tool_calls:
-            admitted = self.cancelled(call) if tools.cancel.is_set() else self.admit(call, tools)
+            stopped = CANCELLED if tools.cancel.is_set() else self.health() and f"not run: {self.health()}"
+            admitted = self.skipped(call, stopped) if stopped else self.admit(call, tools)
             if isinstance(admitted, Prepared) and admitted.tool.read_only:
                 batch.append(admitted)
                 continue
             yield from self.run_batch(batch, tools)
             batch = []
             if isinstance(admitted, ToolResult):
-                self.emit(ToolFinished(call, admitted))
                 yield call, admitted
             else:
                 yield from self.run_batch([admitted], tools)
         yield from self.run_batch(batch, tools)
 
-    def cancelled(self, call: ToolCall) -> ToolResult:
-        """A call taken up after the turn was cancelled: shown, never run, answered "cancelled"."""
+    def skipped(self, call: ToolCall, why: str) -> ToolResult:
+        """A call taken up after the turn was cancelled (or the run cannot be recorded): shown, never run."""
         prepared = self.registry.prepare(call)
         self.emit(ToolCalled(call, prepared.tool.subject(prepared.args) if isinstance(prepared, Prepared) else ""))
-        return ToolResult.error(CANCELLED).answering(call)
+        return ToolResult.error(why).answering(call)
 
     def admit(self, call: ToolCall, tools: ToolContext) -> Prepared | ToolResult:
         """Validate and decide one call: a runnable call, or the error result that answers it."""
@@ -193,6 +242,8 @@ class Agent:
         if not batch:
             return
         for p in batch:
+            if not p.tool.read_only:  # the explicit step before a change: a checkpoint
+                self.before_change(p.call, p.tool.subject(p.args))
             self.emit(ToolStarted(p.call, p.tool.read_only))
         if len(batch) == 1:
             results = [self.registry.run(batch[0], tools)]
@@ -200,7 +251,6 @@ class Agent:
             with ThreadPoolExecutor(max_workers=min(8, len(batch))) as pool:
                 results = list(pool.map(lambda p: self.registry.run(p, tools), batch))
         for p, result in zip(batch, results, strict=True):
-            self.emit(ToolFinished(p.call, result))
             yield p.call, result
 
 
@@ -209,6 +259,7 @@ class Tally:
     """What one run has counted so far."""
 
     repeats: Repeats
+    schemas: list[dict]
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     needed_approval: bool = False

@@ -6,8 +6,10 @@ Core code works with these values only; wire JSON is produced at the edge
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
+
+from loopagent.details import Details
 
 StopReason = Literal["stop", "tool_calls", "length", "incomplete", "error", "interrupted"]
 
@@ -61,7 +63,8 @@ class AssistantMessage:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """What one call produced. `content` is for the model, `display` for a person."""
+    """What one call produced. `content` is for the model, `display` for a person, `details` (typed:
+    outcome, exit code, line counts, diff) for the renderer, so that nothing parses `content`."""
 
     call_id: str
     name: str
@@ -69,14 +72,16 @@ class ToolResult:
     is_error: bool = False
     display: str = ""
     role: Literal["tool"] = "tool"
+    # Not part of equality: a result read back from a session file is the same result without them.
+    details: Details | None = field(default=None, compare=False)
 
     @classmethod
-    def ok(cls, content: str, display: str = "") -> ToolResult:
-        return cls(call_id="", name="", content=content, display=display)
+    def ok(cls, content: str, display: str = "", details: Details | None = None) -> ToolResult:
+        return cls(call_id="", name="", content=content, display=display, details=details)
 
     @classmethod
-    def error(cls, content: str) -> ToolResult:
-        return cls(call_id="", name="", content=content, is_error=True)
+    def error(cls, content: str, details: Details | None = None) -> ToolResult:
+        return cls(call_id="", name="", content=content, is_error=True, details=details)
 
     def answering(self, call: ToolCall) -> ToolResult:
         """This result bound to the call it answers."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from loopagent.checkpoint import NothingToDo, Recorder, Timeline
-from loopagent.events import MessageAdded, Notice, ToolCalled, ToolStarted
+from loopagent.events import MessageAdded, Notice, ToolStarted
 from loopagent.messages import ToolCall, UserMessage
 
 
@@ -52,14 +52,14 @@ def test_ignored_big_and_nested_repo_files_are_left_out_and_left_alone(tmp_path,
     t = timeline(tmp_path, ws)
     warnings: list[str] = []
     rec = Recorder(t, "s", 0, warn=warnings.append)
-    rec(ToolStarted(ToolCall("c", "shell", "{}"), read_only=False))
+    rec.before_change(ToolCall("c", "shell", "{}"), "")
     assert tracked(t) == {".gitignore", "odd name * [x].txt", "ünï.txt", "src/app.py"}
     assert len(warnings) == 1 and "big.bin" in warnings[0] and "vendor/lib/" in warnings[0]
 
     for p in ["run.log", "big.bin", "vendor/lib/lib.py"]:
         (ws / p).write_text("changed\n")
     (ws / "src" / "app.py").write_text("v2\n")
-    rec(ToolStarted(ToolCall("d", "shell", "{}"), read_only=False))
+    rec.before_change(ToolCall("d", "shell", "{}"), "")
     t.undo()
     assert (ws / "src" / "app.py").read_text() == "v1\n"
     assert all((ws / p).read_text() == "changed\n" for p in ["run.log", "big.bin", "vendor/lib/lib.py"])
@@ -85,11 +85,9 @@ def test_recorder_snapshots_before_changing_calls_only(tmp_path, ws):
     rec = Recorder(t, "sess", 0, emit=notices.append)
     call = ToolCall("c1", "edit_file", '{"path": "src/app.py"}')
     rec(MessageAdded(UserMessage("task"), 1))
-    rec(ToolCalled(ToolCall("r", "read_file", "{}"), "src/app.py"))
-    rec(ToolStarted(ToolCall("r", "read_file", "{}"), read_only=True))
+    rec(ToolStarted(ToolCall("r", "read_file", "{}"), read_only=True))  # a listener: events never snapshot
     assert t.list() == []
-    rec(ToolCalled(call, "src/app.py"))
-    rec(ToolStarted(call, read_only=False))
+    rec.before_change(call, "src/app.py")  # the loop's explicit step before a mutating call
     [cp] = t.list()
     assert (cp.message, cp.session, cp.index, cp.kind) == ("before edit_file src/app.py", "sess", 2, "tool")
     assert notices == [Notice("checkpoint", f"{cp.short} before edit_file src/app.py")]

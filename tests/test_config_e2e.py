@@ -41,3 +41,10 @@ def test_agents_md_root_first_down_to_the_working_directory(run_loop, server, tm
     assert "## AGENTS.md" in prompt and "## pkg/AGENTS.md" in prompt
     assert "DEEP-RULE" not in prompt and "OTHER-RULE" not in prompt
     assert "pkg/" in prompt and str(tmp_path) not in prompt and str(Path.home()) not in prompt
+
+
+def test_version_is_one_line_and_exit_0(run_loop):
+    from loopagent import __version__
+
+    proc = run_loop("--version", timeout=30)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, f"loop {__version__}\n", "")

@@ -101,11 +101,13 @@ def test_compactions_are_recorded_and_loaded(tmp_path):
     assert load(path).compacted == [event]
 
 
-def test_write_failure_raises_once(tmp_path):
+def test_write_failure_is_recorded_not_raised(tmp_path):
     writer = SessionWriter(Path("/dev/full"), __import__("os").open("/dev/full", __import__("os").O_WRONLY))
+    writer(MessageAdded(UserMessage("x"), 0))  # a listener never raises: the loop asks `health`
+    assert "/dev/full" in writer.health()
     with pytest.raises(SessionWriteError, match="/dev/full"):
-        writer(MessageAdded(UserMessage("x"), 0))
-    writer(RunEnd("error", 0, Usage()))  # broken: later events do not raise again
+        SessionWriter(Path("/dev/full"), __import__("os").open("/dev/full", __import__("os").O_WRONLY)).write({})
+    writer(RunEnd("error", 0, Usage()))
     writer.close()
 
 

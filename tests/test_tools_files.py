@@ -68,7 +68,7 @@ def test_huge_file_pages_by_line_limit_and_by_bytes(c):
     assert page.endswith(f"continue with offset={len(shown)}]")
     # One enormous line is cut with a marker, not returned whole.
     (root / "min.js").write_text("a" * 300_000)
-    assert "[... 298000 more characters]" in read(c, "min.js")
+    assert "[... 298000 bytes clipped ...]" in read(c, "min.js")
 
 
 def test_binary_directory_missing_and_empty(c):

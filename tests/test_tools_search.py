@@ -151,7 +151,7 @@ def test_long_matching_lines_are_cut(tmp_path, rg):
 
     (tmp_path / "min.js").write_text("var a='needle';" + "x" * 5000 + "\n")
     out = grep(ToolContext(Workspace(tmp_path)), rg, pattern="needle")
-    assert out == ["min.js:1:var a='needle';" + "x" * 285 + " [... 4715 more characters]"]
+    assert out == ["min.js:1:var a='needle';" + "x" * 285 + " [... 4715 bytes clipped ...]"]
 
 
 @pytest.mark.parametrize("rg", IMPLS)

@@ -112,7 +112,7 @@ def test_a_megabyte_of_output_keeps_first_and_last_lines_and_says_what_was_dropp
     assert head == full[: len(head)] and tail == full[-len(tail) :]  # whole lines from both ends
     assert head[0] == "line 1 xxxxxxxxxxxx" and tail[-1] == "ValueError: the last line"
     dropped = full[len(head) : len(full) - len(tail)]
-    expected = f"[... {len(dropped)} lines ({sum(len(x) + 1 for x in dropped)} bytes) of output dropped here ...]"
+    expected = f"[... {len(dropped)} lines ({sum(len(x) + 1 for x in dropped)} bytes) clipped ...]"
     assert lines[markers[0]] == expected
 
 

@@ -1,8 +1,9 @@
-"""The checkpoint listener: a snapshot right before each call that may change files.
+"""The checkpoint step: a snapshot right before each call that may change files.
 
-It hangs off `ToolStarted` (emitted after validation and policy, right before the call
-runs) and skips read-only calls. Checkpoints fail soft: the first failure is reported
-once and checkpoints stay off for the rest of the run; the run itself goes on.
+The loop calls `before_change` (its explicit step, after validation and policy, right before a
+call that is not read-only runs); the recorder only observes `MessageAdded` to know which message
+a checkpoint precedes. Checkpoints fail soft: the first failure is reported once and checkpoints
+stay off for the rest of the run; the run itself goes on.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Callable
 
 from loopagent.checkpoint.shadow import CheckpointError
 from loopagent.checkpoint.timeline import Timeline
-from loopagent.events import Event, MessageAdded, Notice, ToolCalled, ToolStarted
+from loopagent.events import Event, MessageAdded, Notice
+from loopagent.messages import ToolCall
 
 
 def stderr_warning(text: str) -> None:
@@ -21,24 +23,24 @@ def stderr_warning(text: str) -> None:
 
 class Recorder:
     def __init__(self, timeline: Timeline, session: str = "", next_index: int = 0,
-                 emit: Callable[[Event], None] | None = None, warn: Callable[[str], None] = stderr_warning):
+                 emit: Callable[[Event], None] | None = None, warn: Callable[[str], None] | None = None):
         self.timeline = timeline
         self.session = session
         self.next_index = next_index  # the index of the message a checkpoint taken now precedes
         self.emit = emit
-        self.warn = warn
-        self.subjects: dict[str, str] = {}
+        # Warnings are events when there is a feed to send them to (shown on stderr by render/notes.py).
+        self.warn = warn or ((lambda text: emit(Notice("warning", text))) if emit else stderr_warning)
         self.reported: set[str] = set()
         self.off = False
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, MessageAdded):
             self.next_index = event.index + 1
-        elif isinstance(event, ToolCalled):
-            self.subjects[event.call.id] = event.subject
-        elif isinstance(event, ToolStarted) and not event.read_only and not self.off:
-            subject = self.subjects.pop(event.call.id, "").split("\n", 1)[0]
-            self.take(f"before {event.call.name} {subject}".strip())
+
+    def before_change(self, call: ToolCall, subject: str) -> None:
+        """Snapshot the workspace before `call` runs (the loop's step before a mutating call)."""
+        if not self.off:
+            self.take(f"before {call.name} {subject.split(chr(10), 1)[0]}".strip())
 
     def take(self, label: str) -> None:
         try:

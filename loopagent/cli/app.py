@@ -17,6 +17,22 @@ app = typer.Typer(
 )
 
 
+def show_version(value: bool) -> None:
+    if value:
+        from loopagent import __version__
+
+        typer.echo(f"loop {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=show_version,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """A coding agent for any OpenAI-compatible chat-completions server."""
+
+
 class Approval(StrEnum):
     ask = "ask"
     edits = "edits"

@@ -38,6 +38,18 @@ def load(workspace: Path, flags: dict):
     return config
 
 
+def check_known(config) -> None:
+    """Exit 2 with one line when a rule names a tool that does not exist (it must not become a shell rule)."""
+    from loopagent.errors import UsageError
+    from loopagent.policy.rules import check_rules
+    from loopagent.tools import default_tools
+
+    try:
+        check_rules(config.rules, [t.name for t in default_tools()])
+    except UsageError as exc:
+        raise fail(str(exc)) from None
+
+
 def sandbox_of(workspace: Path, config):
     """The sandbox a run in `workspace` would get (bwrap probed), for display and for the policy."""
     from loopagent.sandbox import open_sandbox, spec_from_settings
@@ -60,6 +72,7 @@ def config(workspace: Workspace = Path(".")) -> None:
     from loopagent.config import describe
 
     cfg = load(workspace, {})
+    check_known(cfg)
     rows = describe(cfg)
     name_width = max(len(name) for name, _, _ in rows)
     value_width = min(40, max(len(value) for _, value, _ in rows))
@@ -89,6 +102,7 @@ def check(
     if sandbox_mode is not None and sandbox_mode not in SANDBOX_MODES:
         raise fail(f"--sandbox must be one of {', '.join(SANDBOX_MODES)}, not {sandbox_mode!r}")
     cfg = load(workspace, {"approval": approval.lower() if approval else None, "sandbox": sandbox_mode})
+    check_known(cfg)
     sandbox = sandbox_of(workspace, cfg)
     policy = Policy(cfg.settings.approval, cfg.rules, os.path.realpath(workspace),
                     sandbox=sandbox.state, sandbox_problem=sandbox.problem or "")

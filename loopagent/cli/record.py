@@ -1,19 +1,33 @@
-"""What a run leaves on disk: its session file and its checkpoints, attached to an agent as listeners."""
+"""What a run leaves on disk: its session file and its checkpoints, attached to an agent.
+
+The session writer is a listener (it records the feed); its failure reaches the loop through
+`Agent.health`, and checkpoints are the loop's `before_change` step. Everything this module has to
+say (the session started, a repair, a session recorded elsewhere) is an event, never a print.
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from loopagent.config import Settings, loop_home
-from loopagent.events import Compacted
+from loopagent.events import Compacted, Listener, MessageAdded, Notice, SessionStarted
 from loopagent.loop import Agent
 from loopagent.messages import Message, SystemMessage, UserMessage
-from loopagent.session import SessionError, SessionWriter, Summary, find, header, listing, load, new_path
+from loopagent.session import (
+    SessionError,
+    SessionWriteError,
+    SessionWriter,
+    Summary,
+    find,
+    header,
+    listing,
+    load,
+    new_path,
+)
 
 CONTINUE = "Continue."
 
@@ -38,19 +52,28 @@ class Recording:
     def path(self) -> Path:
         return self.writer.path
 
+    emit: Listener = lambda event: None  # the agent's feed
+    source: str = "default"  # where --ctx-size came from (the session event names it)
+    home: Path | None = None  # $LOOP_HOME of the run (None: read it when needed)
+
     def fork(self, history: list[Message]) -> None:
         """Continue in a new session file holding `history` (after /clear, or a rewound conversation)."""
         task = next((m.content for m in history if isinstance(m, UserMessage)), "")
-        path = new_path(loop_home(), self.workspace, task)
-        self.writer.switch(path, header(path.stem, self.workspace, self.settings.model, self.settings.base_url,
-                                        task), history)
+        path = new_path(self.home or loop_home(), self.workspace, task)
+        self.writer.switch(path)
+        self.emit(SessionStarted(self.id, str(path), self.settings.ctx_size, self.source, header(
+            path.stem, self.workspace, self.settings.model, self.settings.base_url, task)))
+        for index, message in enumerate(history):
+            self.emit(MessageAdded(message, index))
         if self.checkpoints is not None:
             self.checkpoints.session, self.checkpoints.next_index = self.id, len(history)
+        if self.writer.health():
+            raise SessionWriteError(self.writer.health())
 
     def services(self) -> dict[str, Any]:
         """What the interactive REPL's slash commands use."""
         out: dict[str, Any] = {
-            "sessions": lambda: [describe_session(s) for s in listing(loop_home(), self.workspace)],
+            "sessions": lambda: [describe_session(s) for s in listing(self.home or loop_home(), self.workspace)],
             "fork_session": lambda repl: self.fork(repl.history),
         }
         if self.checkpoints is not None:
@@ -58,28 +81,39 @@ class Recording:
         return out
 
 
+def ctx_source(label: str) -> str:
+    """Where --ctx-size came from, as the `session` event names it: flag, config, server or default."""
+    if label in ("default", "server", "flag", "config"):
+        return label
+    return "flag" if label == "command line" else "config"  # a config file or a LOOP_* variable
+
+
 def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, resume: str | None,
-           system: str, interactive: bool = False) -> Recording:
-    """Open (or resume) the session and hang the writer and the checkpoint recorder on `agent`.
+           system: str, interactive: bool = False, source: str = "default", home: Path | None = None) -> Recording:
+    """Open (or resume) the session, hang the writer and the stderr notes on `agent`, and give the loop
+    its checkpoint step (`before_change`) and the writer's `health`.
 
     A new session starts with the system message (and the task, unless interactive). Raises
-    SessionError when a session cannot be found, read or written.
+    SessionError when a session cannot be found, read or written (nothing of it stays attached).
     """
-    home = loop_home()
-    if resume:
-        rec = resumed(agent, home, workspace, settings, resume, task, interactive)
-    else:
-        path = new_path(home, workspace, task or "")
-        head = header(path.stem, workspace, settings.model, settings.base_url, task or "")
-        writer = SessionWriter.create(path, head)
-        agent.listeners.insert(0, writer)
-        rec = Recording(writer, [], task or "", workspace, settings)
+    from loopagent.render.notes import StderrNotes
+
+    home = home or loop_home()
+    notes = StderrNotes()
+    agent.listeners.append(notes)
+    try:
+        rec = opened(agent, home, workspace, settings, task, resume, interactive, ctx_source(source))
+    except SessionError:
+        agent.listeners.remove(notes)
+        raise
+    agent.health = rec.writer.health
     if settings.checkpoints:
         from loopagent.checkpoint import Recorder, Timeline
 
         timeline = Timeline.open(home, workspace, settings.checkpoint_max_bytes)
         rec.checkpoints = Recorder(timeline, rec.id, len(rec.history), emit=agent.emit)
         agent.listeners.append(rec.checkpoints)
+        agent.before_change = rec.checkpoints.before_change
     if not resume:
         agent.add(rec.history, SystemMessage(system))
         if not interactive:
@@ -87,20 +121,40 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     return rec
 
 
+def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: str | None, resume: str | None,
+           interactive: bool, source: str) -> Recording:
+    """The new or resumed session, its start announced; raises SessionError when it cannot be written."""
+    if resume:
+        rec = resumed(agent, home, workspace, settings, resume, task, interactive, source)
+    else:
+        path = new_path(home, workspace, task or "")
+        writer = SessionWriter.create(path)
+        agent.listeners.insert(0, writer)
+        head = header(path.stem, workspace, settings.model, settings.base_url, task or "")
+        agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
+        rec = Recording(writer, [], task or "", workspace, settings)
+    rec.emit, rec.source, rec.home = agent.emit, source, home
+    if rec.writer.health():
+        agent.listeners.remove(rec.writer)
+        rec.writer.close()
+        raise SessionWriteError(rec.writer.health())
+    return rec
+
+
 def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
-            interactive: bool) -> Recording:
+            interactive: bool, source: str = "default") -> Recording:
     """Load a saved session, report and record its repairs, and append the new message to it."""
     loaded = load(find(home, workspace, spec))
     if not loaded.history:
         raise SessionError(f"session {loaded.id} has no messages to continue")
-    recorded_in = loaded.header.get("workspace", "")
-    if recorded_in and recorded_in != os.path.realpath(workspace):
-        print(f"loop: note: session {loaded.id} was recorded in {recorded_in}", file=sys.stderr)
     writer = SessionWriter.reopen(loaded.path, loaded.valid_size)
     agent.listeners.insert(0, writer)
+    agent.emit(SessionStarted(writer.id, str(loaded.path), settings.ctx_size, source))
+    recorded_in = loaded.header.get("workspace", "")
+    if recorded_in and recorded_in != os.path.realpath(workspace):
+        agent.emit(Notice("note", f"session {loaded.id} was recorded in {recorded_in}"))
     for repair in loaded.repairs:
-        print(f"repair: {repair.text}", file=sys.stderr, flush=True)
-        writer.repair(repair.text, **({"dropped": repair.dropped} if repair.dropped else {}))
+        agent.emit(Notice("repair", repair.text, repair.dropped or ""))
     history = loaded.history
     for result in loaded.missing:
         agent.add(history, result)

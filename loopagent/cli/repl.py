@@ -1,5 +1,7 @@
 """The interactive REPL: a prompt (prompt-toolkit), turns of the agent, slash commands, Ctrl+C.
 
+A session file that can no longer be written ends the REPL after the turn it broke: one line
+on stderr (the run's `error`), exit 1, the files and the session up to that point kept.
 Ctrl+C during a turn sets the turn's cancel token (cli/interrupts.py): the stream closes, the
 running tools stop, every open call is answered "cancelled by the user" and the prompt returns.
 SIGTERM or SIGHUP does the same and then ends the REPL (143 / 129). While a turn runs, what the
@@ -239,6 +241,8 @@ class Repl:
                     return code
             elif text:
                 self.turn(text)
+                if self.agent.health():  # the session cannot be written: said once (stderr); the files stay
+                    return 1
                 stopping = self.trap.stopping() if self.trap else None
                 if stopping:  # SIGTERM or SIGHUP during the turn: the turn is over, and so is the REPL
                     return 128 + stopping

@@ -127,15 +127,22 @@ def tokens(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/compact", "summarise older turns now: /compact [focus]")
 def compact(repl: Repl, arg: str, prompt: Any) -> None:
-    context = service(repl, "context")
-    if context is None:
+    from contextlib import nullcontext
+
+    from loopagent.cancel import Cancel
+    from loopagent.context import Stop
+
+    if service(repl, "context") is None:
         repl.renderer.say("compaction is not available in this build", "yellow")
         return
-    try:
-        event = context.compact(repl.history, repl.agent.model, repl.agent.emit, focus=arg)
-    except KeyboardInterrupt:
-        repl.renderer.say("compaction cancelled", "yellow")
+    try:  # a turn of its own: a spinner, and Ctrl+C stops it like any turn
+        with repl.trap.turn() if repl.trap else nullcontext(Cancel()) as cancel:
+            event = repl.agent.compact(repl.history, focus=arg, cancel=cancel)
+    except Stop as exc:
+        repl.renderer.say("compaction cancelled" if exc.status == "aborted" else f"compaction failed: {exc}", "yellow")
         return
+    finally:
+        repl.renderer.close()
     if event is None:
         repl.renderer.say("nothing to compact yet: the conversation is short")
     else:

@@ -5,31 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from loopagent.errors import Cancelled, IncompleteTurn, ModelError
 from loopagent.events import Event
 from loopagent.messages import AssistantMessage, Message
 
-
-class ModelError(Exception):
-    """The model or its server failed: HTTP errors, unreachable server, an error inside the stream."""
-
-
-class IncompleteTurn(Exception):
-    """The turn cannot be used: cut, idle, oversized, empty, filtered or stopped for length. No tool may run.
-
-    `partial` holds what arrived before it ended (text and thinking, never tool calls), or None.
-    """
-
-    def __init__(self, message: str, partial: AssistantMessage | None = None):
-        super().__init__(message)
-        self.partial = partial
-
-
-class Cancelled(Exception):
-    """The cancel signal was set while the turn streamed; `partial` is the text received so far."""
-
-    def __init__(self, partial: AssistantMessage):
-        super().__init__("cancelled by the user")
-        self.partial = partial
+__all__ = ["CancelSignal", "Cancelled", "IncompleteTurn", "ModelClient", "ModelError"]  # errors: see loopagent/errors.py
 
 
 class CancelSignal(Protocol):

@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -21,6 +21,9 @@ from loopagent.client.watch import Hangup, Idle, on_cancel
 from loopagent.events import Event
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
 from loopagent.secrets import Redactor, public_url, url_secrets
+
+if TYPE_CHECKING:
+    from loopagent.tools.spec import ToolSpec
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 
@@ -41,8 +44,19 @@ def wire_message(msg: Message) -> dict[str, Any]:
     return out
 
 
+def wire_tool(spec: ToolSpec) -> dict[str, Any]:
+    """One tool in the chat-completions wire form; its JSON schema is sent as given."""
+    return {"type": "function",
+            "function": {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}}
+
+
+def wire_tools(tools: Sequence[ToolSpec | dict]) -> list[dict[str, Any]]:
+    """Tool specs in wire form; a dict is taken to be in wire form already (callers not yet on specs)."""
+    return [t if isinstance(t, dict) else wire_tool(t) for t in tools]
+
+
 def build_request(
-    model: str, messages: Sequence[Message], tools: list[dict], max_tokens: int
+    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], max_tokens: int
 ) -> dict[str, Any]:
     """The request body as a dict (tests and tools that want to look at it)."""
     return json.loads(WireEncoder().encode(model, messages, tools, max_tokens))
@@ -68,7 +82,8 @@ class WireEncoder:
             self._fragments[id(msg)] = hit
         return hit[1]
 
-    def encode(self, model: str, messages: Sequence[Message], tools: list[dict], max_tokens: int) -> str:
+    def encode(self, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
+               max_tokens: int) -> str:
         last, n = self._last, len(self._last)
         # Identity check at C speed; any replaced message (a stub, a compaction) re-joins from scratch.
         if 0 < n <= len(messages) and all(map(operator.is_, last, messages[:n])):
@@ -80,7 +95,7 @@ class WireEncoder:
         return _envelope(model, tools, max_tokens)[:-1] + ', "messages": [' + joined + "]}"
 
 
-def _envelope(model: str, tools: list[dict], max_tokens: int) -> str:
+def _envelope(model: str, tools: Sequence[ToolSpec | dict], max_tokens: int) -> str:
     body: dict[str, Any] = {
         "model": model,
         "stream": True,
@@ -89,7 +104,7 @@ def _envelope(model: str, tools: list[dict], max_tokens: int) -> str:
         "max_tokens": max_tokens,
     }
     if tools:
-        body["tools"] = tools
+        body["tools"] = wire_tools(tools)
         body["tool_choice"] = "auto"
     return json.dumps(body, ensure_ascii=False)
 
@@ -107,6 +122,8 @@ class OpenAIClient:
     max_backoff: float = 30.0
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
+    # An httpx.BaseTransport (httpx.MockTransport in tests, one per agent); None: httpx's own.
+    transport: httpx.BaseTransport | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.url = endpoint(self.base_url)
@@ -122,13 +139,14 @@ class OpenAIClient:
             headers=headers,
             timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
             trust_env=False,  # never route a local model server through a proxy from the environment
+            transport=self.transport,
         )
 
     def close(self) -> None:
         self._http.close()
 
     def complete(
-        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None],
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
         cancel: CancelSignal | None = None,
     ) -> AssistantMessage:
         """One streamed turn. Raises ModelError, IncompleteTurn, or Cancelled once `cancel` is set."""

@@ -9,7 +9,7 @@ Pure: the history goes in, the messages to send come out; the history itself is 
 - `window`: `ContextWindow`, which decides when each of those is needed.
 """
 
-from loopagent.context.compact import KEEP_ON_DEMAND, KEEP_RECENT, SUMMARY_PROMPT, SUMMARY_SYSTEM
+from loopagent.context.compact import KEEP_ON_DEMAND, KEEP_RECENT, SUMMARY_PROMPT, SUMMARY_SYSTEM, Compaction
 from loopagent.context.estimate import estimate_tokens, message_tokens, messages_tokens, tools_tokens
 from loopagent.context.prune import CLIP_KEEP, CLIP_MIN, clip_text, superseded
 from loopagent.context.stops import BrokenHistory, BudgetSpent, CompactionCancelled, ContextFull, Stop
@@ -18,7 +18,8 @@ from loopagent.context.window import LOW_WATER, RESULT_CAP, ContextWindow, Reque
 
 __all__ = [
     "CLIP_KEEP", "CLIP_MIN", "KEEP_ON_DEMAND", "KEEP_RECENT", "LOW_WATER", "RESULT_CAP", "SUMMARY_HEADER",
-    "SUMMARY_PROMPT", "SUMMARY_SYSTEM", "BrokenHistory", "BudgetSpent", "CompactionCancelled", "ContextFull", "ContextWindow", "Edits",
+    "SUMMARY_PROMPT", "SUMMARY_SYSTEM", "BrokenHistory", "BudgetSpent", "Compaction", "CompactionCancelled",
+    "ContextFull", "ContextWindow", "Edits",
     "Request", "Stop", "Summary", "View", "check_pairing", "clip_text", "estimate_tokens", "message_tokens",
     "messages_tokens", "superseded", "tools_tokens",
 ]

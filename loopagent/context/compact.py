@@ -1,10 +1,15 @@
 """Compaction: the model summarises the older turns; the request becomes the system prompt, the task,
 every later user message verbatim, the summary, and the recent turns with their call/result pairs intact.
+
+Pure: `plan` says what to ask, `apply` takes up the answer. The loop asks the model in between,
+as a turn of its own (TurnStart, spinner, usage, cancel token); `run` asks it directly for callers
+without a loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from loopagent.client import ModelClient
@@ -42,15 +47,27 @@ def _noop(event: Event) -> None:
     pass
 
 
-def compact(window: ContextWindow, history: Sequence[Message], model: ModelClient,
-            emit: Callable[[Event], None] = _noop, focus: str = "", budget: int | None = None,
-            required: bool = False, cancel: CancelToken | None = None) -> Compacted | None:
-    """Summarise the older turns of `history`, keep the recent ones verbatim; emit and return Compacted.
+@dataclass(frozen=True)
+class Compaction:
+    """A summary the window needs before the next request fits: the loop runs it as a model turn of its
+    own and hands the reply back (`ContextWindow.compacted`)."""
 
-    Returns None when there is nothing old enough to summarise. Model failures propagate, except
-    once `cancel` (the turn's cancel token, handed to the client) is set: then CompactionCancelled.
-    A request over `budget` raises BudgetSpent, an empty summary ContextFull.
-    """
+    messages: list[Message]  # the summary request (no tools)
+    start: int  # the first message summarised
+    upto: int  # just after the last one
+    tokens_before: int
+    focus: str = ""
+
+    def describe(self) -> str:
+        """What the step does, for the person watching."""
+        return (f"summarising {self.upto - self.start} older messages (~{self.tokens_before} tokens in the context)"
+                + (f", focus: {self.focus}" if self.focus else ""))
+
+
+def plan(window: ContextWindow, history: Sequence[Message], focus: str = "", budget: int | None = None,
+         required: bool = False) -> Compaction | None:
+    """The summary request for the older turns of `history`, or None when nothing is old enough.
+    A request over `budget` raises BudgetSpent."""
     view = window.view_state
     before = window.tokens(window.view(history))
     start = max(view.tail_start(history), task_index(history) + 1)
@@ -61,20 +78,38 @@ def compact(window: ContextWindow, history: Sequence[Message], model: ModelClien
     asked = messages_tokens(messages)
     if budget is not None and asked > budget:
         raise BudgetSpent(f"compacting the context (~{asked} tokens) would exceed --max-tokens-total")
-    # Its own visible step: without it the screen shows nothing while the summary is written.
-    emit(Notice("compact", f"summarising {upto - start} older messages (~{before} tokens in the context)"
-                + (f", focus: {focus}" if focus else "")))
-    reply = summarise(model, messages, cancel)
+    return Compaction(messages, start, upto, before, focus)
+
+
+def apply(window: ContextWindow, history: Sequence[Message], step: Compaction, reply: AssistantMessage) -> Compacted:
+    """Take up the summary the model wrote for `step`; an empty one raises ContextFull."""
     text = reply.text.strip()
     if not text:
         raise ContextFull("compaction failed: the model returned an empty summary")
-    usage = reply.usage or Usage(asked, estimate_tokens(reply.text))
-    view.summary = Summary(text, upto, history[upto - 1])
+    usage = reply.usage or Usage(messages_tokens(step.messages), estimate_tokens(reply.text))
+    window.view_state.summary = Summary(text, step.upto, history[step.upto - 1])
     after = window.view(history)
     check_pairing(after)
-    event = Compacted(text, upto, before, window.tokens(after), usage, focus)
+    return Compacted(text, step.upto, step.tokens_before, window.tokens(after), usage, step.focus)
+
+
+def run(window: ContextWindow, history: Sequence[Message], step: Compaction, model: ModelClient,
+        emit: Callable[[Event], None] = _noop, cancel: CancelToken | None = None) -> Compacted:
+    """Ask `model` for the summary directly (callers without a loop; the loop runs it as a turn).
+    Model failures propagate, except once `cancel` is set: then CompactionCancelled."""
+    emit(Notice("compact", step.describe()))
+    event = apply(window, history, step, summarise(model, step.messages, cancel))
     emit(event)
     return event
+
+
+def compact(window: ContextWindow, history: Sequence[Message], model: ModelClient,
+            emit: Callable[[Event], None] = _noop, focus: str = "", budget: int | None = None,
+            required: bool = False, cancel: CancelToken | None = None) -> Compacted | None:
+    """Summarise the older turns of `history` with `model`, keep the recent ones verbatim; emit and
+    return Compacted, or None when there is nothing old enough to summarise."""
+    step = plan(window, history, focus, budget, required)
+    return None if step is None else run(window, history, step, model, emit, cancel)
 
 
 def summarise(model: ModelClient, messages: list[Message], cancel: CancelToken | None) -> AssistantMessage:

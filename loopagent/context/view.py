@@ -113,6 +113,7 @@ class View:
     stubs: Edits[str] = field(default_factory=Edits)  # result -> the one line that replaces it
     clips: Edits[int] = field(default_factory=Edits)  # result -> characters its clipped form keeps
     summary: Summary | None = None
+    announced: Edits[str] = field(default_factory=Edits)  # result -> the shown content a ContextEdit named
     # result -> (how it is shown, the shown copy): one object per variant, see `shown`
     _shown: Edits[tuple[tuple, ToolResult]] = field(default_factory=Edits, repr=False)
     _summary_message: UserMessage | None = field(default=None, repr=False)
@@ -171,9 +172,16 @@ class View:
         self._shown[msg] = (variant, view)
         return view
 
+    def edited(self) -> Iterator[tuple[ToolResult, ToolResult]]:
+        """Each result shown other than as stored, with its shown copy (as of its last rendering)."""
+        for msg in self._shown:
+            hit = self._shown.get(msg)
+            if hit is not None and isinstance(msg, ToolResult):
+                yield msg, hit[1]
+
     def forget_gone(self, history: Sequence[Message]) -> None:
         """Free the edits of messages no longer in `history`."""
-        for edits in (self.stubs, self.clips, self._shown):
+        for edits in (self.stubs, self.clips, self._shown, self.announced):
             edits.keep(history)
 
     def clear(self) -> None:
@@ -181,4 +189,5 @@ class View:
         self.stubs.clear()
         self.clips.clear()
         self._shown.clear()
+        self.announced.clear()
         self.summary = None

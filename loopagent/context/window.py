@@ -8,11 +8,12 @@ from dataclasses import dataclass, field, replace
 
 from loopagent.client import ModelClient
 from loopagent.context import compact as compaction
+from loopagent.context.compact import Compaction
 from loopagent.context.estimate import message_tokens, messages_tokens, recalibrate, tools_tokens, turn_tokens
 from loopagent.context.prune import CLIP_MIN, clip_newest, clip_older, last_turn, stub_superseded
 from loopagent.context.stops import BudgetSpent, ContextFull
 from loopagent.context.view import Summary, View, check_pairing
-from loopagent.events import Compacted, Event, TurnTokens
+from loopagent.events import Compacted, ContextEdit, Event, TurnTokens
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, Usage
 
 LOW_WATER = 0.6  # after making room the request is at most this share of the limit
@@ -26,7 +27,8 @@ class Request:
     messages: list[Message]
     tokens: int  # estimated prompt tokens: messages + tool schemas, calibrated
     tool_tokens: int  # of which tool results
-    spent: Usage = Usage()  # tokens a compaction used to make this request fit
+    spent: Usage = Usage()  # tokens a compaction used to make this request fit (`prepare` only)
+    edits: tuple[ContextEdit, ...] = ()  # results first sent other than as the history holds them
 
 
 def _noop(event: Event) -> None:
@@ -62,48 +64,83 @@ class ContextWindow:
         system = sum(message_tokens(m) for m in history[:1] if isinstance(m, SystemMessage))
         return max(CLIP_MIN, int((self.limit - self.fixed - system) * RESULT_CAP))
 
-    def prepare(self, history: Sequence[Message], tools: list[dict], model: ModelClient,
-                emit: Callable[[Event], None] = _noop, budget: int | None = None,
-                cancel: compaction.CancelToken | None = None) -> Request:
-        """The request to send next, making room first if needed. Raises a `Stop` when it cannot.
+    def plan(self, history: Sequence[Message], tools: list[dict], budget: int | None = None,
+             compacted: bool = False) -> Request | Compaction:
+        """The request to send next, making room first if needed; or the compaction that must run first
+        (never again once `compacted`). Raises a `Stop` when it cannot fit.
 
         Room is made in this order, each step only if the ones before were not enough: stubs of
         superseded results and clips of older large ones (down to a low-water mark), clips of the
         newest turn's results (down to the limit, the results keeping at least one result's cap),
         compaction, then the newest results clipped further. `budget` is what is left of
-        --max-tokens-total (None: no budget); a request that would exceed it is not sent. `cancel`,
-        the turn's cancel token, reaches the client when a summary is requested.
+        --max-tokens-total (None: no budget); a request that would exceed it is not sent.
         """
         self.fixed = tools_tokens(tools)
-        spent = Usage()
         messages = self.view(history)
         if self.tokens(messages) > self.limit:
             messages = self.make_room(history)
         if self.tokens(messages) > self.limit:
-            event = compaction.compact(self, history, model, emit, budget=budget, required=True, cancel=cancel)
-            spent = event.usage if event else spent
+            step = None if compacted else compaction.plan(self, history, budget=budget, required=True)
+            if step is not None:
+                return step
             messages = self.fit_newest(history, CLIP_MIN)
             if self.tokens(messages) > self.limit:
-                raise ContextFull(self.full(messages, event))
+                raise ContextFull(self.full(messages, compacted))
         check_pairing(messages)
-        request = self.request(messages)
-        if budget is not None and spent.total + request.tokens > budget:
+        request = self.request(messages, self.edits(history))
+        if budget is not None and request.tokens > budget:
             raise BudgetSpent(f"the next request (~{request.tokens} tokens) would exceed --max-tokens-total")
-        return replace(request, spent=spent)
+        return request
 
-    def full(self, messages: list[Message], compacted: Compacted | None) -> str:
+    def compaction(self, history: Sequence[Message], focus: str = "", budget: int | None = None) -> Compaction | None:
+        """`/compact [focus]`: the summary request for the older turns now; None when the history is short."""
+        return compaction.plan(self, history, focus, budget)
+
+    def compacted(self, history: Sequence[Message], step: Compaction, reply: AssistantMessage) -> Compacted:
+        """Take up the model's summary for `step` (the loop ran it as a turn); raises ContextFull when empty."""
+        return compaction.apply(self, history, step, reply)
+
+    def prepare(self, history: Sequence[Message], tools: list[dict], model: ModelClient,
+                emit: Callable[[Event], None] = _noop, budget: int | None = None,
+                cancel: compaction.CancelToken | None = None) -> Request:
+        """`plan`, with a needed compaction asked of `model` directly (callers without a loop). `cancel`,
+        the turn's cancel token, reaches the client when a summary is requested."""
+        step = self.plan(history, tools, budget)
+        if not isinstance(step, Compaction):
+            return step
+        event = compaction.run(self, history, step, model, emit, cancel)
+        left = None if budget is None else budget - event.usage.total
+        return replace(self.plan(history, tools, left, compacted=True), spent=event.usage)
+
+    def full(self, messages: list[Message], compacted: bool) -> str:
         """Why a request cannot fit, for the RunEnd message."""
         need, how = self.tokens(messages), "raise --ctx-size or ask for smaller tool outputs"
-        if compacted is None:
+        if not compacted:
             return (f"the context is full (~{need} tokens, limit {self.limit}) and nothing older is left to "
                     f"summarise; {how}")
         return (f"the context is full even after compaction: the request needs ~{need} tokens, the limit is "
                 f"{self.limit} (--ctx-size {self.ctx_size} minus {self.ctx_size - self.limit} for the answer); {how}")
 
-    def request(self, messages: list[Message]) -> Request:
+    def edits(self, history: Sequence[Message]) -> tuple[ContextEdit, ...]:
+        """The results the last view shows other than as stored, not announced before (rare: the index
+        lookup runs only when there is one)."""
+        view = self.view_state
+        fresh = [(msg, shown) for msg, shown in view.edited() if view.announced.get(msg) != shown.content]
+        if not fresh:
+            return ()
+        where, start = {id(m): i for i, m in enumerate(history)}, view.tail_start(history)
+        out = []
+        for msg, shown in fresh:
+            index = where.get(id(msg))
+            if index is not None and index >= start and history[index] is msg:
+                view.announced[msg] = shown.content
+                out.append(ContextEdit(index, "stub" if msg in view.stubs else "clip", shown.content))
+        return tuple(sorted(out, key=lambda e: e.index))
+
+    def request(self, messages: list[Message], edits: tuple[ContextEdit, ...] = ()) -> Request:
         """A Request of these messages, sized."""
         tool_tokens = sum(message_tokens(m) for m in messages if isinstance(m, ToolResult))
-        return Request(messages, self.tokens(messages), math.ceil(tool_tokens * self.calibration))
+        return Request(messages, self.tokens(messages), math.ceil(tool_tokens * self.calibration), edits=edits)
 
     def make_room(self, history: Sequence[Message]) -> list[Message]:
         """Stub superseded results and clip the oldest large ones down to the low-water mark; then, if

@@ -39,28 +39,37 @@ def demo_sandbox(path: str) -> str:
 
 def run_demo() -> int:
     """`loop demo`: exit 0 when the recorded run completed and the tests pass afterwards."""
-    from loopagent.cli.run import RunOptions, run_agent
-
     package = resources.files("loopagent.demo")
     recording = Path(str(package / "recording.json"))
     task = json.loads(recording.read_text(encoding="utf-8"))["task"]
     with tempfile.TemporaryDirectory(prefix="loop-demo-") as tmp:
         workspace = Path(tmp) / "sample"
         shutil.copytree(Path(str(package / "sample")), workspace)
-        # The demo leaves nothing behind: sessions and checkpoints live in the temporary directory.
-        os.environ["LOOP_HOME"] = str(Path(tmp) / "home")
         print("loop demo: a recorded model run on a temporary copy of a bundled sample (no server, no key)")
         print(f"workspace: {workspace}")
         code, verdict = sample_tests(workspace)
         print(f"starting tests: {verdict}")
-        print(f"task: {task}\n")
-        # The recorded shell call runs `python -m pytest`: make `python` this interpreter.
-        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-        status = run_agent(RunOptions(
-            task=task, workspace=workspace, flags={"approval": "all", "sandbox": demo_sandbox(path)},
-            replay=recording, extra_env={"PATH": path},
-        ))
+        print(f"task: {task}\n", flush=True)
+        status = replay_run(recording, task, workspace, Path(tmp) / "home")
         code, verdict = sample_tests(workspace)
         print(f"\nindependent final tests: {verdict}")
         print(f"exit code of the run: {status}")
         return 0 if status == 0 and code == 0 else 1
+
+
+def replay_run(recording: Path, task: str, workspace: Path, home: Path) -> int:
+    """The recorded run as `loop agent --replay` in a child whose LOOP_HOME is `home`.
+
+    The demo leaves nothing behind: its sessions and checkpoints live in `home`, handed to the child
+    rather than set in this process's os.environ (which every thread shares).
+    """
+    # The recorded shell call runs `python -m pytest`: make `python` this interpreter.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "LOOP_HOME": str(home), "PATH": path}
+    argv = [sys.executable, "-m", "loopagent", "agent", "-C", str(workspace), "--replay", str(recording),
+            "--approval", "all", "--sandbox", demo_sandbox(path), task]
+    try:
+        return subprocess.run(argv, env=env, timeout=600, check=False).returncode
+    except subprocess.TimeoutExpired:
+        print("loop demo: the recorded run did not finish within 600 s", file=sys.stderr)
+        return 1

@@ -11,7 +11,19 @@ import json
 import sys
 from typing import IO
 
-from loopagent.events import AssistantDone, Compacted, Event, Notice, RunEnd, ToolCalled, ToolFinished
+from loopagent.events import (
+    AssistantDone,
+    Compacted,
+    ContextEdit,
+    Event,
+    MessageAdded,
+    Notice,
+    RunEnd,
+    SessionStarted,
+    ToolCalled,
+    ToolFinished,
+)
+from loopagent.messages import UserMessage
 from loopagent.render.safe import UNSAFE
 
 
@@ -23,8 +35,13 @@ def _arguments(raw: str) -> object:
 
 
 class JsonPrinter:
+    """Listener: every event a script needs, one line each. With the `user` lines, the `assistant` and
+    `tool_result` lines are the conversation as the session file stores it; `context_edit` and
+    `compacted` lines say how the next request differs from it."""
+
     def __init__(self, out: IO[str] | None = None):
         self.out = out or sys.stdout
+        self.started = False
 
     def write(self, obj: dict) -> None:
         line = UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(obj, ensure_ascii=False))
@@ -32,11 +49,21 @@ class JsonPrinter:
         self.out.flush()
 
     def session(self, session_id: str, path: str) -> None:
-        """The first line of the output: which session file this run writes to."""
-        self.write({"type": "session", "id": session_id, "path": path})
+        """Kept for callers that still announce the session themselves: the SessionStarted event has
+        already written the line, so this writes it only when no event did."""
+        if not self.started:
+            self(SessionStarted(session_id, path))
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, AssistantDone):
+        if isinstance(event, SessionStarted):
+            self.started = True
+            self.write({"type": "session", "id": event.id, "path": event.path, "ctx_size": event.ctx_size,
+                        "ctx_source": event.ctx_source})
+        elif isinstance(event, MessageAdded) and isinstance(event.message, UserMessage):
+            self.write({"type": "user", "index": event.index, "content": event.message.content})
+        elif isinstance(event, ContextEdit):
+            self.write({"type": "context_edit", "index": event.index, "kind": event.kind, "content": event.content})
+        elif isinstance(event, AssistantDone):
             msg = event.message
             self.write({
                 "type": "assistant", "text": msg.text,
@@ -52,8 +79,9 @@ class JsonPrinter:
         elif isinstance(event, Notice):
             self.write({"type": "notice", "kind": event.kind, "text": event.text})
         elif isinstance(event, Compacted):
-            self.write({"type": "compacted", "tokens_before": event.tokens_before,
-                        "tokens_after": event.tokens_after, "focus": event.focus})
+            self.write({"type": "compacted", "summary": event.summary, "upto": event.upto,
+                        "tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
+                        "focus": event.focus})
         elif isinstance(event, RunEnd):
             line = {"type": "result", "status": event.status, "steps": event.steps,
                     "usage": {"prompt_tokens": event.usage.prompt_tokens,

@@ -37,6 +37,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from loopagent.events import (
+    STDERR_KINDS,
     AssistantDone,
     Compacted,
     Event,
@@ -229,7 +230,7 @@ class TerminalRenderer:
 
     def on_TurnStart(self, event: TurnStart) -> None:  # noqa: N802 - named after the event
         self._new_turn()
-        self.set_activity("waiting for the model")
+        self.set_activity("compacting the context" if event.purpose == "compact" else "waiting for the model")
 
     def on_ThinkingDelta(self, event: ThinkingDelta) -> None:  # noqa: N802
         self.set_activity(None)
@@ -309,6 +310,8 @@ class TerminalRenderer:
     def on_Notice(self, event: Notice) -> None:  # noqa: N802
         if event.kind == "checkpoint":  # one per snapshot; counted for the closing line
             self.checkpoints += 1
+            return
+        if event.kind in STDERR_KINDS:  # diagnostics: render/notes.py shows them on stderr
             return
         text = printable(f"{event.kind}: {event.text}")
         if self.color:

@@ -65,12 +65,12 @@ def spec_from(mode: str, workspace: Path, environ: Mapping[str, str], network: b
 
 
 def programs_under_tmp(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The prefixes of PATH entries, $VIRTUAL_ENV and this interpreter that lie below /tmp.
+    """The prefixes of PATH and PYTHONPATH entries, $VIRTUAL_ENV and this interpreter below /tmp.
 
     A clone in /tmp with its venv (CI does this) must still find its `python` inside the
     sandbox; `X/bin` on PATH stands for the prefix `X`, whose lib/ the interpreter needs.
     """
-    entries = [p for p in environ.get("PATH", "").split(os.pathsep) if p]
+    entries = [p for var in ("PATH", "PYTHONPATH") for p in environ.get(var, "").split(os.pathsep) if p]
     entries += [environ.get("VIRTUAL_ENV", ""), sys.prefix, sys.base_prefix]
     found = []
     for entry in entries:

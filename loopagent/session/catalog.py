@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from loopagent.errors import SessionError  # the error tree; importable from here as before
+
 SUFFIX = ".jsonl"
-
-
-class SessionError(Exception):
-    """A session cannot be found, read or written; the message says which and why (exit 1)."""
 
 
 def workspace_key(workspace: Path) -> str:

@@ -3,6 +3,9 @@
 Each line is written with one O_APPEND write, then fsynced, so a crash loses at most
 the line being written and the cost of a line never depends on the session's length.
 The file is never rewritten; the only exception is a repair that cuts off a torn last line.
+
+As a listener it never raises: a line that cannot be written is recorded as the writer's
+failure (`health`), and the loop, which asks between steps, stops the run with status `error`.
 """
 
 from __future__ import annotations
@@ -14,16 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loopagent import __version__
-from loopagent.events import Compacted, Event, MessageAdded, RunEnd
+from loopagent.errors import SessionError, SessionWriteError  # noqa: F401 (the error tree; importable from here)
+from loopagent.events import Compacted, ContextEdit, Event, MessageAdded, Notice, RunEnd, SessionStarted
 from loopagent.messages import to_record
 from loopagent.secrets import public_url
-from loopagent.session.catalog import SessionError
 
 SCHEMA = 1
-
-
-class SessionWriteError(SessionError):
-    """A session line could not be written; the run must stop (exit 1)."""
 
 
 def now_iso() -> str:
@@ -46,28 +45,36 @@ def encode(record: dict) -> bytes:
 
 
 class SessionWriter:
-    """Listener: MessageAdded -> a `message` line, Compacted -> `compacted`, RunEnd -> `end`."""
+    """Listener: SessionStarted -> its `header`, MessageAdded -> a `message` line, Compacted -> `compacted`,
+    ContextEdit -> `edit`, a repair Notice -> `repair`, RunEnd -> `end`."""
 
     def __init__(self, path: Path, fd: int):
         self.path = path
         self.id = path.stem
         self.fd = fd
         self.broken = False
+        self.failure = ""  # why the last write failed: the run must stop (see `health`)
 
     @classmethod
-    def create(cls, path: Path, head: dict) -> SessionWriter:
-        """Start a new session file with its header line; refuses to overwrite an existing file."""
+    def create(cls, path: Path, head: dict | None = None) -> SessionWriter:
+        """Start a new session file; refuses to overwrite an existing file. Its header line comes with
+        the SessionStarted event, or is written now when `head` is given (a file written without a feed)."""
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
             raise SessionWriteError(f"cannot create session file {path}: {exc.strerror or exc}") from None
         writer = cls(path, fd)
-        try:
-            writer.write(head)
-        except SessionWriteError:
-            writer.close()
-            raise
+        if head is not None:
+            try:
+                writer.write(head)
+            except SessionWriteError:
+                writer.close()
+                raise
         return writer
+
+    def health(self) -> str:
+        """'' while every line was written; else why the session cannot be written (the run stops)."""
+        return self.failure
 
     @classmethod
     def reopen(cls, path: Path, valid_size: int) -> SessionWriter:
@@ -85,14 +92,13 @@ class SessionWriter:
             raise SessionWriteError(f"cannot append to session file {path}: {exc.strerror or exc}") from None
         return cls(path, fd)
 
-    def switch(self, path: Path, head: dict, history: list) -> None:
-        """Continue in a new file that starts with `history` (a /clear or a rewound conversation)."""
+    def switch(self, path: Path) -> None:
+        """Continue in a new, empty file (a /clear or a rewound conversation); its header and messages
+        follow as events (SessionStarted, then MessageAdded for each message it starts with)."""
         old = self.fd
-        fresh = SessionWriter.create(path, head)
-        self.path, self.id, self.fd, self.broken = path, path.stem, fresh.fd, False
+        fresh = SessionWriter.create(path)
+        self.path, self.id, self.fd, self.broken, self.failure = path, path.stem, fresh.fd, False, ""
         os.close(old)
-        for index, message in enumerate(history):
-            self.write({"type": "message", "index": index, **to_record(message)})
 
     def write(self, record: dict) -> None:
         """Append one line, flushed to disk; raises SessionWriteError (once) when that fails."""
@@ -105,20 +111,35 @@ class SessionWriter:
             os.fsync(self.fd)
         except OSError as exc:
             self.broken = True
+            self.failure = f"cannot write session file {self.path}: {exc.strerror or exc}"
             raise SessionWriteError(f"cannot write session file {self.path}: {exc.strerror or exc}") from None
 
-    def repair(self, text: str, **extra: object) -> None:
-        """Record a repair made while resuming."""
-        self.write({"type": "repair", "text": text, "time": now_iso(), **extra})
-
     def __call__(self, event: Event) -> None:
+        """Record the event; never raises (a failed write is kept in `failure`)."""
+        record = self.record(event)
+        if record is not None:
+            try:
+                self.write(record)
+            except SessionWriteError:
+                pass  # kept in self.failure; the loop asks `health` and stops the run
+
+    def record(self, event: Event) -> dict | None:
+        """The line an event adds to the session file, or None."""
         if isinstance(event, MessageAdded):
-            self.write({"type": "message", "index": event.index, **to_record(event.message)})
-        elif isinstance(event, Compacted):
-            self.write({"type": "compacted", **asdict(event)})
-        elif isinstance(event, RunEnd):
-            self.write({"type": "end", "status": event.status, "steps": event.steps,
-                        "message": event.message, "time": now_iso()})
+            return {"type": "message", "index": event.index, **to_record(event.message)}
+        if isinstance(event, SessionStarted):
+            return event.header
+        if isinstance(event, Compacted):
+            return {"type": "compacted", **asdict(event)}
+        if isinstance(event, ContextEdit):
+            return {"type": "edit", **asdict(event)}
+        if isinstance(event, Notice) and event.kind == "repair":
+            return {"type": "repair", "text": event.text, "time": now_iso(),
+                    **({"dropped": event.dropped} if event.dropped else {})}
+        if isinstance(event, RunEnd):
+            return {"type": "end", "status": event.status, "steps": event.steps,
+                    "message": event.message, "time": now_iso()}
+        return None
 
     def close(self) -> None:
         try:

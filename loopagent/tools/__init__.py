@@ -1,9 +1,10 @@
-"""Workspace tools and the registry that validates and runs them."""
+"""Workspace tools, their specs (tools as data), and the registry that validates and runs them."""
 
 from __future__ import annotations
 
-from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.base import SchemaTool, Tool, ToolContext, ToolError
 from loopagent.tools.registry import Registry
+from loopagent.tools.spec import Resource, ToolSpec
 
 
 def default_tools() -> list[Tool]:
@@ -15,4 +16,4 @@ def default_tools() -> list[Tool]:
     return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), Shell()]
 
 
-__all__ = ["Registry", "Tool", "ToolContext", "ToolError", "default_tools"]
+__all__ = ["Registry", "Resource", "SchemaTool", "Tool", "ToolContext", "ToolError", "ToolSpec", "default_tools"]

@@ -1,23 +1,22 @@
-"""What a tool is: a name, a description for the model, a parameter model, a run function."""
+"""What a tool is: a spec (name, description, JSON schema), a way to validate a call's arguments, a run function."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel, ValidationError
 
 from loopagent.cancel import Cancel
+from loopagent.errors import ToolError  # noqa: F401 (the error tree; importable from here as before)
 from loopagent.messages import ToolResult
 from loopagent.sandbox.executor import Executor, PlainExecutor
+from loopagent.tools.schema import problems
+from loopagent.tools.spec import Resource, ToolSpec, default_subject
 
 if TYPE_CHECKING:
     from loopagent.tools.workspace import Workspace
-
-
-class ToolError(Exception):
-    """An expected failure; its text becomes the error result the model reads."""
 
 
 @dataclass
@@ -40,7 +39,24 @@ class ToolContext:
     explicitly_allows: Callable[[str, str], bool] = lambda tool, rel: False
 
 
+class InvalidArguments(Exception):
+    """Arguments that do not match the tool's schema; `problems` are `where: what` lines for the model."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class Arguments(RootModel[dict[str, Any]]):
+    """The arguments of a schema-only tool's call once they passed its JSON schema (a JSON object)."""
+
+
 class Tool:
+    """A built-in tool: a pydantic parameter model, a run function. `spec()` is what the model is offered.
+
+    A tool without a pydantic model (an MCP tool) is a SchemaTool: its spec carries the JSON schema.
+    """
+
     name: ClassVar[str]
     description: ClassVar[str]
     params: ClassVar[type[BaseModel]]
@@ -49,25 +65,67 @@ class Tool:
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
 
+    def spec(self) -> ToolSpec:
+        """The neutral description of this tool (built once per tool)."""
+        made = self.__dict__.get("_spec")
+        if made is None:
+            made = self.__dict__["_spec"] = ToolSpec(self.name, self.description, parameters_of(self.params),
+                                                     self.read_only, default_subject, self.resource)
+        return made
+
+    def validate(self, raw: dict[str, Any]) -> BaseModel:
+        """The call's arguments as this tool runs them; InvalidArguments when they do not fit its schema."""
+        try:
+            return self.params.model_validate(raw)
+        except ValidationError as exc:
+            raise InvalidArguments([f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                                    for e in exc.errors()]) from None
+
+    def resource(self, args: Mapping[str, Any]) -> Resource | None:
+        """What a call reads, writes or runs (for the context's stubs); None: nothing a later call supersedes."""
+        return None
+
     def subject(self, args: BaseModel) -> str:
         """What a person needs to see of a call: the path, the command, the pattern."""
-        for key in ("path", "command", "pattern"):
-            value = getattr(args, key, None)
-            if value:
-                return str(value)
-        return ""
+        return self.spec().subject_of(args.model_dump())
 
     def preview(self, args: BaseModel, ctx: ToolContext) -> str:
         """What an approval prompt shows before the call runs (the command, the diff to be made)."""
         return self.subject(args)
 
-    def schema(self) -> dict:
-        """The `{"type": "function", ...}` definition sent to the server."""
-        params = self.params.model_json_schema()
-        params.pop("title", None)
-        for prop in params.get("properties", {}).values():
-            prop.pop("title", None)
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": params},
-        }
+
+class SchemaTool(Tool):
+    """A tool known only by its spec (a JSON schema, no pydantic class): an MCP tool, a test's tool.
+
+    `run` gets the validated arguments as a dict; it may raise ToolError like any tool.
+    """
+
+    def __init__(self, spec: ToolSpec, run: Callable[[dict[str, Any], ToolContext], ToolResult]):
+        self._spec, self._run = spec, run
+        self.name, self.description = spec.name, spec.description  # type: ignore[misc]
+        # For callers that ask the tool rather than the call: a per-call predicate counts as "not read-only".
+        self.read_only = spec.read_only is True  # type: ignore[misc]
+
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    def validate(self, raw: dict[str, Any]) -> Arguments:
+        found = problems(raw, self._spec.parameters)
+        if found:
+            raise InvalidArguments(found)
+        return Arguments(raw)
+
+    def resource(self, args: Mapping[str, Any]) -> Resource | None:
+        return self._spec.resource_of(args)
+
+    def run(self, args: Arguments, ctx: ToolContext) -> ToolResult:  # type: ignore[override]
+        return self._run(args.root, ctx)
+
+
+def parameters_of(params: type[BaseModel]) -> dict[str, Any]:
+    """A pydantic model's JSON schema as tools are offered it: without pydantic's titles."""
+    schema = params.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema

@@ -5,22 +5,27 @@ from __future__ import annotations
 import difflib
 import itertools
 import os
+import posixpath
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
+from loopagent.clip import NO_GAP, Gap, clip
+from loopagent.details import Details
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.diffs import changed, clip_diff, diff_stat, unified_diff
+from loopagent.tools.spec import Resource
 from loopagent.tools.workspace import Workspace
 
 READ_LIMIT = 2000  # lines per read_file call by default
 READ_MAX_BYTES = 50_000  # a page stops early when its text passes this
 LINE_MAX_CHARS = 2000  # longer lines (minified code, data) are cut in the listing
-DIFF_MAX_LINES = 400  # diff lines in the model's result; `display` keeps the whole diff
 NUMBER_PREFIX = re.compile(r"^\s*\d+\t")
 SNIFF_BYTES = 8192  # binary or text is decided from this much of the head
 # Up to this size read_file reads the whole file (its line count, the stale-edit hash); beyond it,
@@ -28,7 +33,6 @@ SNIFF_BYTES = 8192  # binary or text is decided from this much of the head
 WHOLE_MAX_BYTES = 10_000_000
 EDIT_MAX_BYTES = WHOLE_MAX_BYTES  # edit_file reads and rewrites whole files; larger ones are refused
 LINE_KEEP_BYTES = LINE_MAX_CHARS * 4  # of one line of a large file, enough bytes for what the listing shows
-UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def is_binary(data: bytes) -> bool:
@@ -47,37 +51,14 @@ def lines_of(text: str) -> list[str]:
 def numbered(lines: list[str], first: int, unread: Sequence[int] = ()) -> str:
     """`lines` in read_file's listing format; `first` is the 1-based number of the first line.
 
-    `unread[i]`: characters of line i that were never read (a huge line of a large file).
+    `unread[i]`: bytes of line i that were never read (a huge line of a large file).
     """
     out = []
     for n, line in enumerate(lines, start=first):
-        more = len(line) - LINE_MAX_CHARS + (unread[n - first] if n - first < len(unread) else 0)
-        if more > 0:
-            line = f"{line[:LINE_MAX_CHARS]} [... {more} more characters]"
+        more = unread[n - first] if n - first < len(unread) else 0
+        line = clip(line, LINE_MAX_CHARS, gap=Gap(0, more) if more else NO_GAP)
         out.append(f"{n:>6}\t{line}")
     return "\n".join(out)
-
-
-def unified_diff(old: str, new: str, rel: str) -> str:
-    """A git-style unified diff, with the 'No newline at end of file' marker where it applies."""
-    out = []
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    for line in difflib.unified_diff(old_lines, new_lines, f"a/{rel}", f"b/{rel}"):
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
-def diff_stat(diff: str) -> str:
-    added = sum(1 for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++"))
-    removed = sum(1 for line in diff.splitlines() if line.startswith("-") and not line.startswith("---"))
-    return f"+{added} -{removed} lines"
-
-
-def clip_diff(diff: str) -> str:
-    lines = diff.splitlines(keepends=True)
-    if len(lines) <= DIFF_MAX_LINES:
-        return diff
-    return "".join(lines[:DIFF_MAX_LINES]) + f"[... {len(lines) - DIFF_MAX_LINES} more diff lines]\n"
 
 
 class ReadParams(BaseModel):
@@ -110,11 +91,12 @@ class ReadFile(Tool):
             data += read_upto(fd, WHOLE_MAX_BYTES + 1 - len(data))
             if len(data) > WHOLE_MAX_BYTES:
                 rest = iter(lambda: os.read(fd, 1 << 16), b"")
-                return ToolResult.ok(large_page(rel, size, itertools.chain([data], rest), args))
+                body, shown = large_page(rel, size, itertools.chain([data], rest), args)
+                return ToolResult.ok(body, details=Details("ok", lines=shown))
         ws.record_read(path, data)
         lines = lines_of(data.decode("utf-8", errors="replace"))
         if not lines:
-            return ToolResult.ok(f"{rel} is empty (0 lines)")
+            return ToolResult.ok(f"{rel} is empty (0 lines)", details=Details("ok", lines=0, total_lines=0))
         if args.offset >= len(lines):
             raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {len(lines)} lines")
         page = fit_page(lines, args.offset, args.limit)
@@ -123,7 +105,11 @@ class ReadFile(Tool):
         if end < len(lines):
             body += (f"\n[lines {args.offset + 1}-{end} of {len(lines)} in {rel}; "
                      f"{len(lines) - end} more; continue with offset={end}]")
-        return ToolResult.ok(body)
+        return ToolResult.ok(body, details=Details("ok", lines=len(page), total_lines=len(lines)))
+
+    def resource(self, args: Mapping[str, Any]) -> Resource:
+        offset, limit = args.get("offset", 0), args.get("limit", READ_LIMIT)
+        return Resource("read", posixpath.normpath(args["path"]), (offset, offset + limit))
 
 
 def read_upto(fd: int, n: int) -> bytes:
@@ -135,8 +121,9 @@ def read_upto(fd: int, n: int) -> bytes:
     return b"".join(parts)
 
 
-def large_page(rel: str, size: int, chunks: Iterable[bytes], args: ReadParams) -> str:
-    """A page of a file over WHOLE_MAX_BYTES, read only as far as the page needs; lines are not counted."""
+def large_page(rel: str, size: int, chunks: Iterable[bytes], args: ReadParams) -> tuple[str, int]:
+    """A page of a file over WHOLE_MAX_BYTES, read only as far as the page needs, and how many lines it
+    shows; the file's lines are not counted."""
     page, unread, used, n = [], [], 0, 0
     for line, dropped in split_lines(chunks):
         if n >= args.offset:
@@ -144,18 +131,18 @@ def large_page(rel: str, size: int, chunks: Iterable[bytes], args: ReadParams) -
             if len(page) >= args.limit or (page and used > READ_MAX_BYTES):
                 return (numbered(page, args.offset + 1, unread) +
                         f"\n[lines {args.offset + 1}-{n} of {rel} ({size} bytes, too large to count its lines); "
-                        f"more follow; continue with offset={n}]")
+                        f"more follow; continue with offset={n}]"), len(page)
             page.append(line)
             unread.append(dropped)
         n += 1
     if not page:
         raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {n} lines")
-    return numbered(page, args.offset + 1, unread)
+    return numbered(page, args.offset + 1, unread), len(page)
 
 
 def split_lines(chunks: Iterable[bytes]) -> Iterator[tuple[str, int]]:
     """Lines of a byte stream as lines_of splits them, each kept to LINE_KEEP_BYTES; with the
-    number of characters left out of it (memory stays bounded on a file with no newline)."""
+    number of bytes left out of it (memory stays bounded on a file with no newline)."""
     kept, dropped = bytearray(), 0
     for chunk in chunks:
         start = 0
@@ -164,8 +151,7 @@ def split_lines(chunks: Iterable[bytes]) -> Iterator[tuple[str, int]]:
             stop = len(chunk) if nl < 0 else nl
             take = max(0, min(stop - start, LINE_KEEP_BYTES - len(kept)))
             kept += chunk[start : start + take]
-            if start + take < stop:  # count characters, not bytes: skip UTF-8 continuation bytes
-                dropped += len(chunk[start + take : stop].translate(None, UTF8_CONTINUATION))
+            dropped += stop - start - take
             if nl < 0:
                 break
             yield bytes(kept).decode("utf-8", errors="replace").removesuffix("\r"), dropped
@@ -240,6 +226,9 @@ class WriteFile(Tool):
     def preview(self, args: WriteParams, ctx: ToolContext) -> str:
         return preview_of(lambda: self.plan(args, ctx))
 
+    def resource(self, args: Mapping[str, Any]) -> Resource:
+        return Resource("write", posixpath.normpath(args["path"]))
+
     def run(self, args: WriteParams, ctx: ToolContext) -> ToolResult:
         change = self.plan(args, ctx)
         if change.old == change.new:
@@ -249,9 +238,10 @@ class WriteFile(Tool):
         count = len(lines_of(args.content))
         diff = change.diff()
         if change.old is None:
-            return ToolResult.ok(f"created {change.rel}: new file, {count} lines", display=diff)
-        return ToolResult.ok(f"wrote {change.rel}: {count} lines ({diff_stat(diff)})\n{clip_diff(diff)}",
-                             display=diff)
+            return ToolResult.ok(f"created {change.rel}: new file, {count} lines", display=diff,
+                                 details=changed(diff))
+        return ToolResult.ok(f"wrote {change.rel}: {count} lines ({diff_stat(diff)})\n"
+                             f"{clip_diff(diff)}", display=diff, details=changed(diff))
 
 
 class EditParams(BaseModel):
@@ -304,12 +294,15 @@ class EditFile(Tool):
     def preview(self, args: EditParams, ctx: ToolContext) -> str:
         return preview_of(lambda: self.plan(args, ctx)[0])
 
+    def resource(self, args: Mapping[str, Any]) -> Resource:
+        return Resource("write", posixpath.normpath(args["path"]))
+
     def run(self, args: EditParams, ctx: ToolContext) -> ToolResult:
         change, what = self.plan(args, ctx)
         change.apply(ctx.workspace)
         diff = change.diff()
-        return ToolResult.ok(f"edited {change.rel}: replaced {what} ({diff_stat(diff)})\n{clip_diff(diff)}",
-                             display=diff)
+        return ToolResult.ok(f"edited {change.rel}: replaced {what} ({diff_stat(diff)})\n"
+                             f"{clip_diff(diff)}", display=diff, details=changed(diff))
 
 
 def crlf_aware(text: str, old: str, new: str) -> tuple[str, str]:

@@ -26,6 +26,7 @@ import pathspec
 from pydantic import BaseModel, Field
 
 from loopagent.cancel import CANCELLED, Cancel
+from loopagent.clip import clip
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
 from loopagent.tools.workspace import Workspace
@@ -350,9 +351,7 @@ def decode_line(raw: bytes) -> str:
 
 
 def clip_line(text: str) -> str:
-    if len(text) <= GREP_LINE_CHARS:
-        return text
-    return f"{text[:GREP_LINE_CHARS]} [... {len(text) - GREP_LINE_CHARS} more characters]"
+    return clip(text, GREP_LINE_CHARS)
 
 
 class GrepParams(BaseModel):

@@ -13,19 +13,25 @@ import select
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from loopagent.cancel import Cancel
+from loopagent.clip import Gap, clip
+from loopagent.details import Details
 from loopagent.messages import ToolResult
 from loopagent.sandbox.containment import alive, children, kill_call
 from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.spec import Resource
 
 __all__ = ["Shell", "ShellParams", "alive"]
 
 HEAD_BYTES = 8_000  # output kept from the start ...
 TAIL_BYTES = 24_000  # ... and from the end, where tracebacks and test summaries are
 POLL_SECONDS = 0.05  # how often a running command checks for cancel and timeout
+UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 class ShellParams(BaseModel):
@@ -67,17 +73,23 @@ class Shell(Tool):
         text = output.text()
         if outcome == "timeout":
             return ToolResult.error(f"timed out after {timeout:g} s; the command and its processes "
-                                    f"were killed\n{text}")
+                                    f"were killed\n{text}", Details("timeout", lines=output.lines()))
         if outcome == "cancelled":
             return ToolResult.error(f"cancelled by the user after {time.monotonic() - begun:.1f} s; "
-                                    f"the command and its processes were killed\n{text}")
+                                    f"the command and its processes were killed\n{text}",
+                                    Details("cancelled", lines=output.lines()))
         body = f"exit code {proc.returncode}\n{text}"
+        details = Details("error" if proc.returncode else "ok", exit_code=proc.returncode, lines=output.lines(),
+                          clipped=output.clipped)
         if not proc.returncode:
-            return ToolResult.ok(body)
+            return ToolResult.ok(body, details=details)
         note = ctx.executor.note(text)
         if note:
             body += ("" if body.endswith("\n") else "\n") + note + "\n"
-        return ToolResult.error(body)
+        return ToolResult.error(body, details)
+
+    def resource(self, args: Mapping[str, Any]) -> Resource:
+        return Resource("run", args["command"])
 
 
 def wait(proc: subprocess.Popen, cancel: Cancel, deadline: float) -> str:
@@ -147,22 +159,36 @@ class Output:
         if len(self.tail) > 2 * TAIL_BYTES:
             del self.tail[: len(self.tail) - TAIL_BYTES]
 
+    @property
+    def clipped(self) -> bool:
+        return self.total > HEAD_BYTES + TAIL_BYTES
+
+    def lines(self) -> int:
+        """Lines of output, a last one without a newline included."""
+        last = self.tail[-1:] or self.head[-1:]
+        return self.newlines + (1 if last and last != b"\n" else 0)
+
     def text(self) -> str:
-        """The output decoded with replacement; when too long, head + marker + tail at line boundaries."""
-        if self.total <= HEAD_BYTES + TAIL_BYTES:
+        """The output decoded with replacement; when too long, head + marker + tail (clip.py's marker)."""
+        if not self.clipped:
             data = bytes(self.head + self.tail)
             return data.decode("utf-8", errors="replace") if data else "(no output)"
-        head = bytes(self.head)
+        head = whole_chars(bytes(self.head))
         tail = bytes(self.tail[-TAIL_BYTES:])
-        # Cut at line boundaries when there are any, so no half lines surround the marker.
-        if not head.endswith(b"\n") and b"\n" in head:
-            head = head[: head.rindex(b"\n") + 1]
-        if b"\n" in tail[:-1]:
-            tail = tail[tail.index(b"\n") + 1 :]
-        dropped = self.total - len(head) - len(tail)
-        lines = self.newlines - head.count(b"\n") - tail.count(b"\n")
-        marker = f"[... {lines} lines ({dropped} bytes) of output dropped here ...]\n"
-        if not head.endswith(b"\n"):
-            marker = "\n" + marker
-        return (head.decode("utf-8", errors="replace") + marker + tail.decode("utf-8", errors="replace"))
+        tail = tail[len(tail[:3]) - len(tail[:3].lstrip(UTF8_CONTINUATION)):]  # no half character at its start
+        # What lies between the kept bytes was never kept: the clip counts it from the totals.
+        gap = Gap(self.newlines - head.count(b"\n") - tail.count(b"\n"), self.total - len(head) - len(tail))
+        first, last = head.decode("utf-8", errors="replace"), tail.decode("utf-8", errors="replace")
+        return clip(first + last, len(first), len(last), gap=gap)
 
+
+def whole_chars(data: bytes) -> bytes:
+    """`data` without a UTF-8 sequence cut off at its end (the cut bytes join the clipped part)."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte < 0x80:
+            return data
+        if byte >= 0xC0:  # a lead byte: complete when the sequence it starts fits
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return data if back >= need else data[:-back]
+    return data

@@ -1,0 +1,185 @@
+"""The agent builder: settings and a Host in, a ready Agent out, with no read of the process's globals.
+
+Everything a run takes from the process it runs in (the environment, $LOOP_HOME, the working
+directory, whether stdin and stdout are terminals, the streams, the HTTP transport, the clock)
+arrives in one `Host` value. `run_agent` reads the real process once (`Host.current()`); tests
+and embedders pass their own, so two agents can run side by side in one process.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from loopagent.config import Config, Settings, load_config, loop_home
+from loopagent.errors import ConfigError, UsageError
+from loopagent.events import Listener
+from loopagent.render.safe import printable
+from loopagent.secrets import Redactor, environment, known_secrets, scrubbed_env
+
+if TYPE_CHECKING:
+    from loopagent.cli.run import RunOptions
+    from loopagent.loop import Agent
+
+
+def _is_tty(stream: Any) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream
+        return False
+
+
+@dataclass(frozen=True)
+class Host:
+    """What a run takes from the process around it, read once at the rim."""
+
+    env: Mapping[str, str]
+    home: Path  # $LOOP_HOME: user config, sessions, checkpoints
+    cwd: Path
+    stdin_tty: bool = False
+    stdout_tty: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    transport: Any = None  # an httpx.BaseTransport for the model client; None: a real connection
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def current(cls, home: Path | None = None) -> Host:
+        """The real process: its environment (secrets included, see secrets.py), terminals and streams."""
+        env = environment()
+        return cls(env=env, home=home or loop_home(env), cwd=Path.cwd(), stdin_tty=_is_tty(sys.stdin),
+                   stdout_tty=_is_tty(sys.stdout), out=sys.stdout, err=sys.stderr)
+
+    @property
+    def environ(self) -> dict[str, str]:
+        """The environment with LOOP_HOME set to `home`, so config, sandbox and tools agree on it."""
+        return {**self.env, "LOOP_HOME": str(self.home)}
+
+
+@dataclass
+class Built:
+    """An agent and what the run around it needs to know about how it was built."""
+
+    agent: Agent
+    config: Config
+    interactive: bool  # the REPL: no task, not --json, a terminal on both ends
+    printer: Any = None  # the JsonPrinter under --json
+    renderer: Any = None  # the TerminalRenderer otherwise
+    system: str = ""  # the system prompt a new session starts with
+
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings
+
+
+def configure(opts: RunOptions, host: Host) -> Config:
+    """The effective configuration for `opts` under `host`; a bad value raises UsageError (exit 2)."""
+    if not opts.workspace.is_dir():
+        raise UsageError(f"workspace {opts.workspace} is not a directory")
+    try:
+        return load_config(opts.workspace, opts.flags, host.environ)
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def make_client(settings: Settings, replay: Path | None, host: Host | None = None):
+    """The model client: a recording to replay, or an OpenAI-compatible server over `host`'s transport."""
+    if replay is not None:
+        from loopagent.client.replay import ReplayClient
+
+        try:
+            return ReplayClient.load(replay)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    from loopagent.client.openai import OpenAIClient
+
+    extra = {"transport": host.transport, "clock": host.clock} if host is not None else {}
+    return OpenAIClient(
+        base_url=settings.base_url, model=settings.model,
+        api_key=settings.api_key.get_secret_value() if settings.api_key else None,
+        max_tokens=settings.max_tokens, retries=settings.retries,
+        connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout, **extra,
+    )
+
+
+def scrub_secrets(settings: Settings, environ: Mapping[str, str]) -> tuple[dict[str, str], Redactor]:
+    """The shell's environment without secrets, and a redactor of every secret value loop knows."""
+    api_key = settings.api_key.get_secret_value() if settings.api_key else ""
+    env = scrubbed_env(environ, settings.env_allow, (api_key,) if api_key else ())
+    return env, Redactor(known_secrets(environ, api_key, settings.base_url))
+
+
+def output(opts: RunOptions, host: Host) -> tuple[Any, Any]:
+    """(JSON printer, terminal renderer) on the host's stdout: the printer under --json, else the renderer."""
+    if opts.json:
+        from loopagent.render.jsonl import JsonPrinter
+
+        return JsonPrinter(host.out), None
+    from loopagent.render.terminal import TerminalRenderer
+
+    return None, TerminalRenderer(host.out, show_thinking=opts.show_thinking)
+
+
+def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
+    """An Agent for `opts` from `config`, taking from the process only what `host` holds.
+
+    Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
+    `host.err`, once, before anything runs.
+    """
+    from loopagent.context import ContextWindow
+    from loopagent.loop import Agent, Limits
+    from loopagent.policy import Policy
+    from loopagent.policy.rules import check_rules
+    from loopagent.prompt import system_prompt
+    from loopagent.sandbox import open_sandbox, spec_from_settings
+    from loopagent.tools import Registry, ToolContext, default_tools
+    from loopagent.tools.workspace import Workspace
+
+    settings = config.settings
+    environ = {**host.environ, **opts.extra_env}
+    registry = Registry(default_tools())
+    check_rules(config.rules, registry.tools)  # a rule naming no tool is a load error, never a shell rule
+    try:
+        sandbox = open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ,
+                               config.sources["sandbox"])
+        # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
+        workspace = Workspace(opts.workspace, protected=(host.home,))
+        policy = Policy(settings.approval, config.rules, workspace.root, sandbox=sandbox.state,
+                        sandbox_problem=sandbox.problem or "", resolve=workspace.real_rel)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for warning in config.warnings:  # project-file values that would loosen permissions
+        print(f"loop: warning: {printable(warning)}", file=host.err)
+    if sandbox.verdict:  # unavailable, off or degraded: said once, before anything runs
+        print(f"loop: {sandbox.verdict}", file=host.err)
+    interactive = not opts.task and not opts.json and host.stdin_tty and host.stdout_tty
+    if not opts.task and not interactive and not opts.resume:
+        raise UsageError("give a TASK (the interactive REPL needs a terminal)")
+    headless = opts.json or not host.stdin_tty
+    printer, renderer = output(opts, host)
+    approver = None
+    if not headless:
+        from loopagent.cli.approve import PromptApprover
+
+        approver = PromptApprover(show=renderer.show_approval, sandbox=sandbox.executor.describe())
+    env, redactor = scrub_secrets(settings, environ)
+    agent = Agent(
+        model=make_client(settings, opts.replay, host), registry=registry,
+        tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
+                          executor=sandbox.executor, may_read=policy.may_read,
+                          explicitly_allows=policy.explicitly_allows),
+        policy=policy, approver=approver, listeners=[*(listeners or []), printer or renderer],
+        limits=Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
+                      max_nudges=2 if headless else 0),
+        context=ContextWindow(settings.ctx_size, settings.max_tokens),
+    )
+    system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
+                           limit=settings.instructions_max_bytes)
+    return Built(agent, config, interactive, printer, renderer, system)
