@@ -197,7 +197,7 @@ class Agent:
         for call in reply.tool_calls:
             stopped = CANCELLED if tools.cancel.is_set() else self.health() and f"not run: {self.health()}"
             admitted = self.skipped(call, stopped) if stopped else self.admit(call, tools)
-            if isinstance(admitted, Prepared) and admitted.tool.read_only:
+            if isinstance(admitted, Prepared) and admitted.read_only:
                 batch.append(admitted)
                 continue
             yield from self.run_batch(batch, tools)
@@ -211,23 +211,23 @@ class Agent:
     def skipped(self, call: ToolCall, why: str) -> ToolResult:
         """A call taken up after the turn was cancelled (or the run cannot be recorded): shown, never run."""
         prepared = self.registry.prepare(call)
-        self.emit(ToolCalled(call, prepared.tool.subject(prepared.args) if isinstance(prepared, Prepared) else ""))
+        self.emit(ToolCalled(call, prepared.subject if isinstance(prepared, Prepared) else ""))
         return ToolResult.error(why).answering(call)
 
     def admit(self, call: ToolCall, tools: ToolContext) -> Prepared | ToolResult:
         """Validate and decide one call: a runnable call, or the error result that answers it."""
         prepared = self.registry.prepare(call)
-        subject = prepared.tool.subject(prepared.args) if isinstance(prepared, Prepared) else ""
+        subject = prepared.subject if isinstance(prepared, Prepared) else ""
         self.emit(ToolCalled(call, subject))
         if isinstance(prepared, ToolResult):
             return prepared
-        decision = self.policy.decide(call.name, prepared.args.model_dump(), prepared.tool.read_only)
+        decision = self.policy.decide(call.name, prepared.arguments, prepared.read_only)
         if decision.verdict == "allow":
             return prepared
         if decision.verdict == "ask":
             if self.approver is None:
                 return ToolResult.error(f"{HEADLESS_DENIAL} ({decision.reason})").answering(call)
-            preview = prepared.tool.preview(prepared.args, tools)
+            preview = prepared.preview(tools)
             approved = self.approver.approve(call, subject, preview, decision, cancel=tools.cancel)
             if tools.cancel.is_set():  # Ctrl+C at the question: this call and the rest of the turn
                 return ToolResult.error(CANCELLED).answering(call)
@@ -242,9 +242,9 @@ class Agent:
         if not batch:
             return
         for p in batch:
-            if not p.tool.read_only:  # the explicit step before a change: a checkpoint
-                self.before_change(p.call, p.tool.subject(p.args))
-            self.emit(ToolStarted(p.call, p.tool.read_only))
+            if not p.read_only:  # the explicit step before a change: a checkpoint
+                self.before_change(p.call, p.subject)
+            self.emit(ToolStarted(p.call, p.read_only))
         if len(batch) == 1:
             results = [self.registry.run(batch[0], tools)]
         else:

@@ -29,10 +29,9 @@ def clip_text(text: str, keep: int) -> str:
     """Head and tail of `text` within about `keep` characters; the tail (errors, verdicts) gets more."""
     if len(text) <= keep:
         return text
-    head, tail = text[: keep * 2 // 5], text[-(keep * 3 // 5):]
-    hidden = text[len(head): len(text) - len(tail)]
-    return (f"{head}\n[... {hidden.count(chr(10)) + 1} lines ({len(hidden)} characters) clipped to save "
-            f"context; run the tool again to see them ...]\n{tail}")
+    from loopagent.clip import clip  # the one clipping scheme and marker
+
+    return clip(text, keep * 2 // 5, keep * 3 // 5, note="to save context; run the tool again to see them")
 
 
 def last_turn(history: Sequence[Message]) -> int:
