@@ -17,6 +17,7 @@ from typing import Protocol
 from loopagent.cancel import CANCELLED, Cancel
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
 from loopagent.context import Compaction, CompactionCancelled, ContextWindow, Stop
+from loopagent.details import Details
 from loopagent.events import (
     AgentStart,
     AssistantDone,
@@ -212,7 +213,7 @@ class Agent:
         """A call taken up after the turn was cancelled (or the run cannot be recorded): shown, never run."""
         prepared = self.registry.prepare(call)
         self.emit(ToolCalled(call, prepared.subject if isinstance(prepared, Prepared) else ""))
-        return ToolResult.error(why).answering(call)
+        return ToolResult.error(why, Details("cancelled" if why == CANCELLED else "error")).answering(call)
 
     def admit(self, call: ToolCall, tools: ToolContext) -> Prepared | ToolResult:
         """Validate and decide one call: a runnable call, or the error result that answers it."""
@@ -226,15 +227,15 @@ class Agent:
             return prepared
         if decision.verdict == "ask":
             if self.approver is None:
-                return ToolResult.error(f"{HEADLESS_DENIAL} ({decision.reason})").answering(call)
+                return ToolResult.error(f"{HEADLESS_DENIAL} ({decision.reason})", Details("denied")).answering(call)
             preview = prepared.preview(tools)
             approved = self.approver.approve(call, subject, preview, decision, cancel=tools.cancel)
             if tools.cancel.is_set():  # Ctrl+C at the question: this call and the rest of the turn
-                return ToolResult.error(CANCELLED).answering(call)
+                return ToolResult.error(CANCELLED, Details("cancelled")).answering(call)
             if approved:
                 return prepared
-            return ToolResult.error("denied: the user did not approve this call").answering(call)
-        return ToolResult.error(f"denied by policy: {decision.reason} ({decision.rule})").answering(call)
+            return ToolResult.error("denied: the user did not approve this call", Details("denied")).answering(call)
+        return ToolResult.error(f"denied by policy: {decision.reason} ({decision.rule})", Details("denied")).answering(call)
 
     def run_batch(self, batch: list[Prepared], tools: ToolContext) -> Iterator[tuple[ToolCall, ToolResult]]:
         """Run together (worker threads when more than one); every tool watches the token, so a cancel

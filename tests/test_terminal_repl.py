@@ -149,7 +149,7 @@ def test_ctrl_c_while_a_tool_runs_answers_every_call(term, server, workspace):
     t.expect(r"\[1\] shell sleep 30")
     t.child.sendintr()
     out = t.expect("done: aborted")
-    assert "cancelled by the user" in out
+    assert "cancelled: by the user" in out
     t.prompt()
     t.line("go on")
     t.expect("done: completed")

@@ -16,7 +16,6 @@ every printed segment passes through it again (`Escaped`), so text that Markdown
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -50,65 +49,16 @@ from loopagent.events import (
     ToolStarted,
     TurnStart,
 )
-from loopagent.messages import ToolCall, ToolResult
 from loopagent.render import diff as diffs
+from loopagent.render.approval import ApprovalView
 from loopagent.render.markdown import Block, BlockSplitter
+from loopagent.render.results import shown, subject_of, summary  # noqa: F401 - tests import summary from here
 from loopagent.render.safe import printable
 
-VERDICT = re.compile(r"\b\d+ (passed|failed)\b")
-EXIT_LINE = re.compile(r"^exit(?: code| status)?[: ]+(-?\d+)$")
-NUMBERED = re.compile(r"^\s*\d+\t")
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 CODE_THEME = "monokai"
 # Text up to this size is held back until the turn ends: if tool calls come with it, it is commentary.
 HOLD_CHARS = 1500
-
-
-def summary(content: str, is_error: bool) -> str:
-    """The line a person needs from a result: a test verdict, else the first (errors: last) meaningful line."""
-    lines = [ln.strip() for ln in content.splitlines() if any(ch.isalnum() for ch in ln)]
-    if not lines:
-        return "(no output)"
-    if NUMBERED.match(content):  # a file read: its size says more than its first line
-        count = sum(1 for ln in content.splitlines() if NUMBERED.match(ln))
-        return f"{count} line{'' if count == 1 else 's'}" + (f"; {lines[-1]}" if lines[-1].startswith("[") else "")
-    for ln in reversed(lines):
-        if VERDICT.search(ln):
-            return ln.strip("= ")
-    exit_match = EXIT_LINE.match(lines[0])
-    if exit_match:  # shell output: the last line says most; a non-zero code is worth keeping
-        code, rest = exit_match.group(1), lines[1:]
-        if not rest:
-            return lines[0]
-        return rest[-1] if code == "0" else f"{rest[-1]} (exit {code})"
-    return lines[-1] if is_error else lines[0]
-
-
-def subject_of(call: ToolCall, subject: str) -> str:
-    """What the tool line names; for a call whose arguments failed validation, a short key=value form."""
-    if subject:
-        return printable(subject)
-    try:
-        args = json.loads(call.arguments or "{}")
-    except ValueError:
-        return "(arguments are not JSON)"
-    if not isinstance(args, dict):
-        return ""
-    return printable(" ".join(f"{k}={str(v)[:40]}" for k, v in list(args.items())[:3]))
-
-
-def verdict(result: ToolResult) -> tuple[str, str]:
-    """(word, rest) for the result line: `ok`, `error` or `denied`."""
-    content = result.content
-    if result.is_error and content.startswith("denied"):
-        reason = content.split(":", 1)[1].strip() if ":" in content else content
-        return "denied", reason
-    first = content.split("\n", 1)[0]
-    if result.is_error and "needs approval" in first:
-        return "denied", first
-    if result.is_error and first.startswith(("cancelled by the user", "timed out after")):
-        return "error", printable(first)  # what happened to the call, not its last output line
-    return ("error" if result.is_error else "ok"), summary(content, result.is_error)
 
 
 @lru_cache(maxsize=64)
@@ -118,10 +68,6 @@ def lexer(lang: str) -> Lexer:
         return get_lexer_by_name(lang or "text")
     except ClassNotFound:
         return TextLexer()
-
-
-def looks_like_diff(text: str) -> bool:
-    return text.startswith(("--- ", "@@")) or "\n@@ " in text
 
 
 def escaped(segments: Iterable[Segment]) -> Iterator[Segment]:
@@ -188,7 +134,7 @@ def use_colour(out: IO[str]) -> bool:
     return bool(isatty and isatty())
 
 
-class TerminalRenderer:
+class TerminalRenderer(ApprovalView):
     """A listener for agent events. `color`/`live` default to what the output stream supports."""
 
     def __init__(self, out: IO[str] | None = None, *, color: bool | None = None, live: bool | None = None,
@@ -279,33 +225,30 @@ class TerminalRenderer:
 
     def on_ToolFinished(self, event: ToolFinished) -> None:  # noqa: N802
         self.set_activity(None)
-        word, rest = verdict(event.result)
-        rest, display = printable(rest), event.result.display
-        change = looks_like_diff(display) and not event.result.is_error
-        if change and diffs.summary(display) not in rest:
-            rest = f"{rest}  {diffs.summary(display)}"
-        shown = self.approved_diffs.pop(event.call.id, None)
-        if shown is not None and shown.rstrip("\n") == display.rstrip("\n"):
-            change = False  # the person just saw this diff in the approval prompt
+        result = shown(event.result)
+        change = result.diff
+        seen = self.approved_diffs.pop(event.call.id, None)
+        if seen is not None and seen.rstrip("\n") == change.rstrip("\n"):
+            change = ""  # the person just saw this diff in the approval prompt
         # Read-only calls of a turn run together: a result that does not follow its own call line
         # says whose it is.
         number = self.numbers.get(event.call.id, self.last_call)
         owner = f"[{number}] " if number != self.last_call else ""
         self.last_call = number
         if not self.color:
-            self.line(f"    {owner}{word}: {rest}")
+            self.line(f"    {owner}{result.word}: {result.rest}")
             if change:
-                self.write(diffs.plain(display, "      "))
+                self.write(diffs.plain(change, "      "))
             return
         took = time.monotonic() - self.tool_started if self.tool_started else 0.0
-        style = {"ok": "green", "error": "red", "denied": "yellow"}[word]
-        line = Text.assemble("    ", (owner, "dim"), (f"{word}:", style), " ", rest)
-        if took >= 1.0 and word != "denied":
+        style = {"ok": "green", "error": "red", "denied": "yellow", "cancelled": "yellow"}[result.word]
+        line = Text.assemble("    ", (owner, "dim"), (f"{result.word}:", style), " ", result.rest)
+        if took >= 1.0 and result.word != "denied":
             line.append(f" ({took:.1f}s)", style="dim")
         self.tool_started = 0.0
         self.print(line, overflow="ellipsis", no_wrap=True)
         if change:
-            self.print(diffs.coloured(display, "      "))
+            self.print(diffs.coloured(change, "      "))
 
     def on_Notice(self, event: Notice) -> None:  # noqa: N802
         if event.kind == "checkpoint":  # one per snapshot; counted for the closing line
@@ -448,52 +391,6 @@ class TerminalRenderer:
     def close(self) -> None:
         self.activity = None
         self.pause()
-
-    def show_diff(self, diff: str, head: str) -> None:
-        """A whole diff (the REPL's /diff), folded only when very long."""
-        self.close()
-        head = printable(head)
-        if self.color:
-            self.print(Text(head, style="bold"))
-            self.print(diffs.coloured(diff, "  ", max_lines=400, headers=True))
-        else:
-            self.line(head)
-            self.write(diffs.plain(diff, "  ", max_lines=400, headers=True))
-
-    def show_approval(self, call: ToolCall, subject: str, preview: str, reason: str, sandbox: str = "") -> None:
-        """What a call would do, before `allow? [y/N/a]`: the exact command in full, or the diff of the edit.
-
-        `sandbox` is one line for shell calls saying where the command runs (e.g. "sandbox: workspace
-        writable, no network" or "not sandboxed"); shown under the command.
-        """
-        self.close()
-        preview = preview.rstrip("\n")
-        diff = preview if looks_like_diff(preview) else ""
-        if diff:
-            self.approved_diffs[call.id] = diff
-            head = f"      {printable(call.name)} would change {printable(subject)}  {diffs.summary(diff)}"
-        elif call.name == "shell":  # every line of the command, as the policy judged it
-            head = "      $ " + printable(preview).replace("\n", "\n        ")
-        else:
-            head = "" if preview == subject else "      " + printable(preview).replace("\n", "\n      ")
-        where = f"      {printable(sandbox)}" if call.name == "shell" and sandbox else ""
-        asks = f"      needs approval: {printable(reason)}" if reason else ""
-        if not self.color:
-            for text in (head, where):
-                if text:
-                    self.line(text)
-            if diff:
-                self.write(diffs.plain(diff, "      ", 200))
-            if asks:
-                self.line(asks)
-            return
-        for text, style in ((head, "bold"), (where, "")):
-            if text:
-                self.print(Text(text, style=style))
-        if diff:
-            self.print(diffs.coloured(diff, "      ", max_lines=200))
-        if asks:
-            self.print(Text(asks, style="dim"))
 
 
 # The name the CLI used before colour existed; it picks plain text by itself where needed.
