@@ -16,6 +16,17 @@ from tests.fakeserver import FakeServer
 SAMPLE = Path(__file__).resolve().parent.parent / "loopagent" / "demo" / "sample"
 
 
+def wait_for(condition, timeout: float = 20) -> None:
+    """Poll `condition` until it holds (a file a command wrote, a request the server got); fail at `timeout`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
 def where_shells_run() -> list[str]:
     """`--sandbox off` where bubblewrap cannot run, else nothing: tests not about the sandbox run
     sandboxed where they can (so its walls meet real work) and still pass on a machine without it."""

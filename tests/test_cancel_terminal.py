@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, where_shells_run
+from tests.conftest import clean_env, wait_for, where_shells_run
 from tests.fakeserver import Reply, text, text_events, tools
 from tests.test_terminal_repl import TOOLBAR, Terminal
 from tests.test_tools_e2e import nested_venv
@@ -20,14 +20,6 @@ THREE_CALLS = (
     ("shell", {"command": "echo SECOND > second.txt"}),
     ("write_file", {"path": "third.txt", "content": "third\n"}),
 )
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ so a history cut (/rewind) or cleared (/clear) and grown again needs no reset().
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from loopagent.context import SUMMARY_HEADER, ContextWindow, messages_tokens
@@ -16,18 +17,16 @@ from loopagent.messages import (
     Usage,
     UserMessage,
 )
+from loopagent.scripted import ScriptedModel
 
 SYSTEM = SystemMessage("You are loop.")
 TASK = UserMessage("Fix the rounding bug in ledger.py.")
 
 
-class Model:
-    def __init__(self) -> None:
-        self.requests: list = []
-
-    def complete(self, messages, tools, emit) -> AssistantMessage:
-        self.requests.append(list(messages))
-        return AssistantMessage(text="Read the f files; nothing changed yet.", usage=Usage(300, 20))
+def model() -> ScriptedModel:
+    """Answers every request (the compaction summaries) with the same message."""
+    return ScriptedModel(itertools.repeat(AssistantMessage(text="Read the f files; nothing changed yet.",
+                                                           usage=Usage(300, 20))))
 
 
 def turn(call_id: str, name: str, args: dict, content: str) -> list[Message]:
@@ -52,10 +51,10 @@ def test_a_stub_does_not_pass_to_the_message_that_takes_its_place_after_a_rewind
     history = [SYSTEM, TASK, *turn("c1", "read_file", {"path": "a.py"}, lines("a", 120)),
                *turn("c2", "read_file", {"path": "a.py"}, lines("a", 120))]
     window = tight(history)
-    assert tool_contents(window.prepare(history, [], Model()).messages)[0].startswith("[superseded: a.py")
+    assert tool_contents(window.prepare(history, [], model()).messages)[0].startswith("[superseded: a.py")
     del history[2:]  # /rewind to the task: no reset() call
     history += turn("c1", "read_file", {"path": "b.py"}, lines("b", 20))  # index 3 again, another message
-    assert tool_contents(window.prepare(history, [], Model()).messages) == [lines("b", 20)]
+    assert tool_contents(window.prepare(history, [], model()).messages) == [lines("b", 20)]
 
 
 def test_equal_results_in_two_turns_are_edited_apart():
@@ -63,7 +62,7 @@ def test_equal_results_in_two_turns_are_edited_apart():
     history = [SYSTEM, TASK, *turn("call_0_shell", "shell", {"command": "pytest"}, same),
                *turn("call_0_shell", "shell", {"command": "pytest"}, same)]
     assert history[3] == history[5] and history[3] is not history[5]  # equal values, two messages
-    shown = tool_contents(tight(history).prepare(history, [], Model()).messages)
+    shown = tool_contents(tight(history).prepare(history, [], model()).messages)
     assert shown[0].startswith("[superseded: this command ran again later")
     assert shown[1].startswith("exit code 1\n     0\tpytest line 0:")  # the newest run's output is no stub
 
@@ -75,7 +74,7 @@ def compacted_history() -> tuple[list[Message], ContextWindow, Compacted]:
     history += [AssistantMessage("Done?"), UserMessage("Also check f7.py.")]
     history += turn("c9", "read_file", {"path": "f7.py", "offset": 3}, lines("f7", 5))
     window, seen = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=1 << 20), []
-    window.prepare(history, [], Model(), emit=seen.append)
+    window.prepare(history, [], model(), emit=seen.append)
     (event,) = [e for e in seen if isinstance(e, Compacted)]
     return history, window, event
 
@@ -121,12 +120,12 @@ def test_edits_of_messages_that_are_gone_are_freed_when_room_is_made_again():
                *turn("c2", "shell", {"command": "make"}, lines("make", 120)),
                *turn("c3", "read_file", {"path": "a.py"}, lines("a", 120))]
     window = tight(history)
-    window.prepare(history, [], Model())
+    window.prepare(history, [], model())
     assert len(window.view_state.stubs) == 1 and len(window.view_state.clips) == 1
     del history[2:]
     for n in range(3):
         history += turn(f"d{n}", "shell", {"command": f"make {n}"}, lines(f"make{n}", 120))
-    window.prepare(history, [], Model())
+    window.prepare(history, [], model())
     live = {id(m) for m in history}
     assert all(id(m) in live for m in window.view_state.clips) and len(window.view_state.stubs) == 0
 

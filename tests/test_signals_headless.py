@@ -12,22 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, where_shells_run
+from tests.conftest import clean_env, wait_for, where_shells_run
 from tests.fakeserver import text, tools
-
-
-def wait_for(condition: Callable[[], bool], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 def gone(pid: int) -> bool:

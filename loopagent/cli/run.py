@@ -41,8 +41,6 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
         rec = open_session(built, opts, host)
     except SessionError as exc:
         return session_failed(agent, exc, host)
-    if built.printer is not None:
-        built.printer.session(rec.id, str(rec.path))
     return drive(agent, rec, built.settings, built.renderer if built.interactive else None, host)
 
 
@@ -51,17 +49,7 @@ def open_session(built: Built, opts: RunOptions, host: Host):
     from loopagent.cli.record import attach
 
     return attach(built.agent, opts.workspace, built.settings, opts.task, opts.resume, built.system,
-                  built.interactive,
-                  **accepted(attach, home=host.home, source=built.config.sources.get("ctx_size", "default")))
-
-
-def accepted(fn, **kwargs) -> dict:
-    """The keyword arguments `fn` takes. record.attach is changing in issue 11 (it is asked to take the
-    run's `home`, so sessions and checkpoints follow the Host); until it takes one it reads $LOOP_HOME."""
-    import inspect
-
-    params = inspect.signature(fn).parameters
-    return {name: value for name, value in kwargs.items() if name in params}
+                  built.interactive, home=host.home, source=built.config.sources.get("ctx_size", "default"))
 
 
 def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:

@@ -41,22 +41,14 @@ class JsonPrinter:
 
     def __init__(self, out: IO[str] | None = None):
         self.out = out or sys.stdout
-        self.started = False
 
     def write(self, obj: dict) -> None:
         line = UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(obj, ensure_ascii=False))
         self.out.write(line + "\n")
         self.out.flush()
 
-    def session(self, session_id: str, path: str) -> None:
-        """Kept for callers that still announce the session themselves: the SessionStarted event has
-        already written the line, so this writes it only when no event did."""
-        if not self.started:
-            self(SessionStarted(session_id, path))
-
     def __call__(self, event: Event) -> None:
         if isinstance(event, SessionStarted):
-            self.started = True
             self.write({"type": "session", "id": event.id, "path": event.path, "ctx_size": event.ctx_size,
                         "ctx_source": event.ctx_source})
         elif isinstance(event, MessageAdded) and isinstance(event.message, UserMessage):
