@@ -3,16 +3,15 @@ approval question. Nothing of the turn runs after it; one-shot exits 130, the RE
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import clean_env, wait_for, where_shells_run
+from tests.conftest import wait_for, where_shells_run
 from tests.fakeserver import Reply, text, text_events, tools
-from tests.test_terminal_repl import TOOLBAR, Terminal
+from tests.pty import ANSI, TOOLBAR, Terminal, terminals
 from tests.test_tools_e2e import nested_venv
 
 THREE_CALLS = (
@@ -32,25 +31,7 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def terminal(server, ws, loop_home) -> Iterator[Callable[..., Terminal]]:
-    started: list[Terminal] = []
-
-    def start(*args: str, python: str = sys.executable) -> Terminal:
-        env = clean_env(loop_home)
-        env.update(TERM="xterm", COLUMNS="120", LINES="40")
-        t = Terminal(["agent", "-C", str(ws), "--base-url", server.url, *args], env, ws)
-        if python != sys.executable:  # a nested venv, whose bin/ holds a stand-in rg
-            t.child.close(force=True)
-            import pexpect
-
-            t.child = pexpect.spawn(python, ["-m", "loopagent", "agent", "-C", str(ws), "--base-url", server.url,
-                                             *args], env=env, cwd=str(ws), encoding="utf-8", timeout=20,
-                                    dimensions=(40, 120))
-        started.append(t)
-        return t
-
-    yield start
-    for t in started:
-        t.child.close(force=True)
+    yield from terminals(server, ws, loop_home)
 
 
 def assert_turn_stopped(ws: Path, out: str) -> None:
@@ -134,7 +115,6 @@ def test_ctrl_c_at_the_approval_question_cancels_the_call_and_ends_the_turn(term
 
 
 def ANSI_FREE(s: str) -> str:  # noqa: N802 - reads like the constant it replaces
-    from tests.test_terminal_repl import ANSI
 
     return ANSI.sub("", s)
 

@@ -21,7 +21,7 @@ from loopagent.messages import Usage, UserMessage
 from loopagent.session import SessionWriter
 from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import text, tools
-from tests.test_terminal_repl import Terminal
+from tests.pty import Terminal
 
 LIMIT = 40_000  # bytes a file of the child may grow to: the header, the prompt and one result fit
 

@@ -2,54 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from tests.conftest import clean_env
 from tests.fakeserver import Reply, text, text_events, tool_events, tools
-
-CPR = r"\x1b\[6n"  # prompt-toolkit asks where the cursor is; a terminal answers
-TOOLBAR = r"approval \w+ · context \S+/16k"
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-class Terminal:
-    """A child process on a pty that answers cursor-position requests like a real terminal."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path):
-        self.child = pexpect.spawn(sys.executable, ["-m", "loopagent", *args], env=env, cwd=str(cwd),
-                                   encoding="utf-8", timeout=20, dimensions=(40, 120))
-        self.seen = ""
-
-    def expect(self, pattern: str, timeout: float = 20) -> str:
-        """Wait for `pattern` (a regex); returns the text that came before it, escape codes removed."""
-        before = ""
-        while True:
-            index = self.child.expect([CPR, pattern], timeout=timeout)
-            before += self.child.before
-            if index == 0:
-                self.child.send("\x1b[1;1R")
-                continue
-            self.seen += before + self.child.after
-            return ANSI.sub("", before)
-
-    def prompt(self) -> str:
-        """Wait until the prompt is ready for input (its toolbar is drawn)."""
-        return self.expect(TOOLBAR)
-
-    def line(self, text: str) -> None:
-        self.child.send(text + "\r")
-
-    def exit_code(self, timeout: float = 20) -> int:
-        self.child.expect(pexpect.EOF, timeout=timeout)
-        self.child.close()
-        return self.child.exitstatus if self.child.exitstatus is not None else 128 + self.child.signalstatus
+from tests.pty import TOOLBAR, Terminal, terminals
 
 
 @pytest.fixture
@@ -62,22 +24,9 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def term(server, workspace, loop_home) -> Iterator:
-    """Start `loop agent` without a task (the REPL) on a pty; always terminated afterwards."""
-    started: list[Terminal] = []
-
-    def start(*extra: str, color: bool = False) -> Terminal:
-        env = clean_env(loop_home)
-        env.update(TERM="xterm", COLUMNS="120", LINES="40")
-        if color:
-            env.pop("NO_COLOR")
-        t = Terminal(["agent", "-C", str(workspace), "--base-url", server.url, *extra], env, workspace)
-        started.append(t)
-        t.prompt()
-        return t
-
-    yield start
-    for t in started:
-        t.child.close(force=True)
+    """Start `loop agent` without a task (the REPL) on a pty, waiting for its prompt."""
+    for start in terminals(server, workspace, loop_home):
+        yield functools.partial(start, wait_prompt=True)
 
 
 def test_task_shows_tool_line_and_diff_then_undo_restores(term, server, workspace):

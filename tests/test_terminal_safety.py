@@ -22,7 +22,7 @@ from loopagent.render.safe import printable
 from loopagent.render.terminal import TerminalRenderer
 from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import Reply, _chunk, text, tool_events, tools
-from tests.test_terminal_repl import ANSI, Terminal
+from tests.pty import ANSI, Terminal
 
 OSC52 = "\x1b]52;c;cHduZWQ=\x07"  # sets the clipboard to "pwned"
 TITLE = "\x1b]0;pwned\x07"  # sets the window title
