@@ -10,9 +10,10 @@ import re
 from collections.abc import Sequence
 
 from .decision import Decision
+from .options import GLOBAL_OPTIONS, git_configs
 from .parse import Command
 from .paths import braces, clean, has_braces, inside, is_harmless_device, protected, resolve, strip_glob
-from .wrappers import GLOBAL_OPTIONS, git_configs, runs_input
+from .wrappers import runs_input
 
 ROOT_PROGRAMS = frozenset({"sudo", "su", "doas", "pkexec", "run0", "runuser"})
 FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs"})

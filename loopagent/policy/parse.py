@@ -14,6 +14,7 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 
+from .options import canonical
 from .quoting import dequote, substitution_starts, unquote_heredoc_delimiters
 from .unparseable import MAX_DEPTH, Unparseable, why_unparseable
 from .wrappers import (
@@ -22,7 +23,6 @@ from .wrappers import (
     SHELLS,
     SUBSCRIPT_EVALUATORS,
     base,
-    canonical,
     inline_code,
     judged_assignments,
     runs_input,
