@@ -128,9 +128,9 @@ def summarizer() -> ScriptedModel:
 
 def replay(ctx_size: int) -> dict:
     """Prepare each of the 30 requests; tokens of naive and managed requests."""
-    tools = Registry(default_tools()).schemas()
+    tools = Registry(default_tools()).specs()
     fixed = tools_tokens(tools)
-    history: list[Message] = [SystemMessage(system_prompt([t["function"]["name"] for t in tools])),
+    history: list[Message] = [SystemMessage(system_prompt([t.name for t in tools])),
                               UserMessage("Fix the currency rounding bug in src/ledger.py; the ledger tests fail.")]
     window, model = ContextWindow(ctx_size=ctx_size, reserve=4096), summarizer()
     naive, ours, spent = [], [], 0

@@ -40,6 +40,7 @@ from loopagent.policy import Decision, Policy
 from loopagent.reply import stream_reply
 from loopagent.tools import Registry, ToolContext
 from loopagent.tools.registry import Prepared
+from loopagent.tools.spec import ToolSpec
 
 HEADLESS_DENIAL = "this call needs approval and no one can approve in headless mode"
 
@@ -92,7 +93,7 @@ class Agent:
         self.emit(AgentStart(task))
         cancel = cancel or Cancel()
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
-        run = Tally(Repeats(self.emit), self.registry.schemas())
+        run = Tally(Repeats(self.emit), self.registry.specs())
         while True:
             if (why := self.blocked(run, cancel)) is not None:
                 return self.end(run, *why)
@@ -130,15 +131,15 @@ class Agent:
 
     def ask(self, history: list[Message], run: Tally, cancel: Cancel) -> AssistantMessage:
         """One model turn: the request planned to fit (a compaction first when it must), then the reply."""
-        plan = self.context.plan(history, run.schemas, self.limits.tokens_left(run.usage))
+        plan = self.context.plan(history, run.tools, self.limits.tokens_left(run.usage))
         if isinstance(plan, Compaction):
             self.compaction(history, plan, run, cancel)
-            plan = self.context.plan(history, run.schemas, self.limits.tokens_left(run.usage), compacted=True)
+            plan = self.context.plan(history, run.tools, self.limits.tokens_left(run.usage), compacted=True)
         for edit in plan.edits:
             self.emit(edit)
         run.steps += 1
         self.emit(TurnStart(run.steps))
-        reply = stream_reply(self.model, plan.messages, run.schemas, self.emit, cancel)
+        reply = stream_reply(self.model, plan.messages, run.tools, self.emit, cancel)
         if reply.stop_reason != "interrupted":  # a partial answer has no cost record to account
             turn = self.context.account(run.steps, plan, reply)
             run.usage += turn.usage
@@ -260,7 +261,7 @@ class Tally:
     """What one run has counted so far."""
 
     repeats: Repeats
-    schemas: list[dict]
+    tools: tuple[ToolSpec, ...]  # what each request offers; the client writes their wire form
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     needed_approval: bool = False

@@ -12,11 +12,14 @@ import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopagent.errors import Cancelled, ModelError
 from loopagent.events import Event, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, Message, ToolCall
+
+if TYPE_CHECKING:
+    from loopagent.tools.spec import ToolSpec
 
 Turn = AssistantMessage | str | BaseException | Callable[[Sequence[Message]], "AssistantMessage | str"]
 
@@ -42,18 +45,18 @@ class ScriptedModel:
     """
 
     def __init__(self, turns: Iterable[Turn], *, summary: str | None = None, record: bool = True,
-                 on_request: Callable[[Sequence[Message], list[dict]], None] | None = None):
+                 on_request: Callable[[Sequence[Message], Sequence[ToolSpec]], None] | None = None):
         self._turns = iter(turns)
         self.summary, self.record, self.on_request = summary, record, on_request
-        self.requests: list[tuple[tuple[Message, ...], list[dict]]] = []
+        self.requests: list[tuple[tuple[Message, ...], list[ToolSpec]]] = []
         self.served = 0
 
-    def complete(self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None],
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], emit: Callable[[Event], None],
                  cancel=None) -> AssistantMessage:
         """The next scripted turn; raises a scripted exception, ModelError when the script is over,
         or Cancelled when `cancel` is already set."""
         if self.record:
-            self.requests.append((tuple(messages), tools))
+            self.requests.append((tuple(messages), list(tools)))
         if self.on_request is not None:
             self.on_request(messages, tools)
         if cancel is not None and cancel.is_set():

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from loopagent.context import SUMMARY_HEADER, estimate_tokens
+from loopagent.context.estimate import TOOL_OVERHEAD
 from loopagent.guards import QUESTION_NUDGE
 from tests.conftest import where_shells_run
 from tests.fakeserver import FakeServer, Reply, text, text_events, tools
@@ -24,7 +25,9 @@ def agent(run_loop, server, ws: Path, *extra: str, task: str = "look at the file
 
 def wire_tokens(body: dict) -> int:
     """The estimate the context window uses, computed from a request as the server received it."""
-    total = estimate_tokens(json.dumps(body["tools"])) if body.get("tools") else 0
+    offered = [t["function"] for t in body.get("tools") or []]
+    total = sum(estimate_tokens(json.dumps([f["name"], f["description"], f["parameters"]])) + TOOL_OVERHEAD
+                for f in offered)
     for m in body["messages"]:
         total += estimate_tokens(m.get("content") or "") + 4
         total += sum(estimate_tokens(c["function"]["name"]) + estimate_tokens(c["function"]["arguments"]) + 8

@@ -34,7 +34,7 @@ def agent_for(ws: Path, model: ScriptedModel, seen: list, ctx_size: int = 16384)
 
 def small_window(history: list[Message], agent: Agent) -> int:
     """A --ctx-size the history (with the tool schemas) overflows, so the next request must compact."""
-    return 2 * (messages_tokens(history) + tools_tokens(agent.registry.schemas()) - 150)
+    return 2 * (messages_tokens(history) + tools_tokens(agent.registry.specs()) - 150)
 
 
 def test_compaction_is_a_turn_of_its_own_announced_and_counted(tmp_path):
@@ -48,7 +48,7 @@ def test_compaction_is_a_turn_of_its_own_announced_and_counted(tmp_path):
              if isinstance(e, (Notice, TurnStart, Compacted))]
     assert kinds == [("Notice", "compact"), ("TurnStart", "compact"), ("Compacted", ""), ("TurnStart", "answer")]
     (compacted,) = [e for e in seen if isinstance(e, Compacted)]
-    assert [tools for _, tools in model.requests] == [[], agent.registry.schemas()]
+    assert [tools for _, tools in model.requests] == [[], list(agent.registry.specs())]
     assert end.usage.prompt_tokens > compacted.usage.prompt_tokens > 0  # the summary's cost is the run's
 
 

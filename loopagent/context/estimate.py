@@ -12,9 +12,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from loopagent.events import TurnTokens
 from loopagent.messages import AssistantMessage, Message, ToolResult, Usage
+
+if TYPE_CHECKING:
+    from loopagent.tools.spec import ToolSpec
 
 MESSAGE_OVERHEAD = 4  # role markers and separators a chat template adds per message
 MAX_CALIBRATION = 2.0
@@ -54,9 +58,12 @@ def messages_tokens(messages: Sequence[Message]) -> int:
     return sum(message_tokens(m) for m in messages)
 
 
-def tools_tokens(tools: list[dict]) -> int:
-    """Estimated tokens of the tool schemas sent with every request."""
-    return estimate_tokens(json.dumps(tools)) if tools else 0
+TOOL_OVERHEAD = 10  # the wrapping each tool gets in a request ({"type": "function", "function": {...}})
+
+
+def tools_tokens(tools: Sequence[ToolSpec]) -> int:
+    """Estimated tokens of the tools offered with every request: names, descriptions and JSON schemas."""
+    return sum(estimate_tokens(json.dumps([t.name, t.description, t.parameters])) + TOOL_OVERHEAD for t in tools)
 
 
 def recalibrate(calibration: float, estimated: int, counted: int) -> float:

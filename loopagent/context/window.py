@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from loopagent.client import ModelClient
 from loopagent.context import compact as compaction
@@ -15,6 +16,9 @@ from loopagent.context.stops import BudgetSpent, ContextFull
 from loopagent.context.view import Summary, View, check_pairing
 from loopagent.events import Compacted, ContextEdit, Event, TurnTokens
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, Usage
+
+if TYPE_CHECKING:
+    from loopagent.tools.spec import ToolSpec
 
 LOW_WATER = 0.6  # after making room the request is at most this share of the limit
 RESULT_CAP = 0.5  # no single tool result may fill more than this share of the room the prompt leaves
@@ -64,7 +68,7 @@ class ContextWindow:
         system = sum(message_tokens(m) for m in history[:1] if isinstance(m, SystemMessage))
         return max(CLIP_MIN, int((self.limit - self.fixed - system) * RESULT_CAP))
 
-    def plan(self, history: Sequence[Message], tools: list[dict], budget: int | None = None,
+    def plan(self, history: Sequence[Message], tools: Sequence[ToolSpec], budget: int | None = None,
              compacted: bool = False) -> Request | Compaction:
         """The request to send next, making room first if needed; or the compaction that must run first
         (never again once `compacted`). Raises a `Stop` when it cannot fit.

@@ -72,12 +72,6 @@ class Registry:
         """The tools as data, in the order they are offered; the model client writes its wire form."""
         return self._specs
 
-    def schemas(self) -> list[dict]:
-        """The specs in chat-completions wire form (transitional: give the client `specs()` instead)."""
-        from loopagent.client.openai import wire_tools
-
-        return wire_tools(self._specs)
-
     def prepare(self, call: ToolCall) -> Prepared | ToolResult:
         """Check name and arguments; an error result (bound to the call) when they are wrong."""
         tool = self.tools.get(call.name)
