@@ -3,8 +3,8 @@ without anyone parsing the text the model reads (`ToolResult.content`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields
+from typing import Literal, get_args
 
 Outcome = Literal["ok", "error", "denied", "cancelled", "timeout"]
 
@@ -21,3 +21,36 @@ class Details:
     removed: int | None = None  # ... and removed
     diff: str = ""  # write_file / edit_file: the whole unified diff (the model's copy may be clipped)
     clipped: bool = False  # the content the model reads was shortened
+
+
+def details_record(details: Details) -> dict:
+    """The fields that differ from their defaults, for a session record."""
+    return {f.name: getattr(details, f.name) for f in fields(Details)
+            if getattr(details, f.name) != f.default}
+
+
+def details_from(rec: object) -> Details | None:
+    """Details read back from a session record; None when the record is not one (an old or edited
+    file loses its details, never its message)."""
+    if not isinstance(rec, dict):
+        return None
+    known = {f.name: f for f in fields(Details)}
+    values = {}
+    for name, value in rec.items():
+        f = known.get(name)
+        if f is None:
+            continue  # a field a later version wrote
+        if not _fits(name, value):
+            return None
+        values[name] = value
+    return Details(**values)
+
+
+def _fits(name: str, value: object) -> bool:
+    if name == "outcome":
+        return value in get_args(Outcome)
+    if name in ("diff",):
+        return isinstance(value, str)
+    if name == "clipped":
+        return isinstance(value, bool)
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))

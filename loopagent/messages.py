@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from loopagent.details import Details
+from loopagent.details import Details, details_from, details_record
 
 StopReason = Literal["stop", "tool_calls", "length", "incomplete", "error", "interrupted"]
 
@@ -112,6 +112,8 @@ def to_record(msg: Message) -> dict[str, Any]:
                "is_error": msg.is_error}
         if msg.display:
             rec["display"] = msg.display
+        if msg.details is not None:
+            rec["details"] = details_record(msg.details)
         return rec
     return {"role": msg.role, "content": msg.content}
 
@@ -136,5 +138,6 @@ def from_record(rec: dict[str, Any]) -> Message:
         return ToolResult(
             call_id=rec["call_id"], name=rec["name"], content=rec["content"],
             is_error=bool(rec.get("is_error", False)), display=rec.get("display", ""),
+            details=details_from(rec.get("details")),
         )
     raise ValueError(f"unknown role {role!r}")
