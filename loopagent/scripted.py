@@ -44,7 +44,7 @@ class ScriptedModel:
     turn. Every request is kept in `requests` as (messages, tools); `record=False` keeps none.
     """
 
-    def __init__(self, turns: Iterable[Turn], *, summary: str | None = None, record: bool = True,
+    def __init__(self, turns: Iterable[Turn], *, summary: str | AssistantMessage | None = None, record: bool = True,
                  on_request: Callable[[Sequence[Message], Sequence[ToolSpec]], None] | None = None):
         self._turns = iter(turns)
         self.summary, self.record, self.on_request = summary, record, on_request
@@ -71,7 +71,7 @@ class ScriptedModel:
             emit(TextDelta(message.text))
         return message
 
-    def _next(self, tools: list[dict]) -> Turn:
+    def _next(self, tools: Sequence[ToolSpec]) -> Turn:
         if self.summary is not None and not tools:
             return self.summary
         try:

@@ -30,20 +30,18 @@ from loopagent.messages import (
     Usage,
     UserMessage,
 )
+from loopagent.scripted import ScriptedModel
 
 SYSTEM = SystemMessage("You are loop.\n\n# AGENTS.md\nAlways run `make lint` before finishing.")
 TASK = UserMessage("Fix the rounding bug in ledger.py.")
 
 
-class Model:
-    """A stand-in model client that answers every request with one summary and records the requests."""
+SUMMARY = "Read ledger.py; rounding is in entry_3; still to do: edit and test."
 
-    def __init__(self, summary: str = "Read ledger.py; rounding is in entry_3; still to do: edit and test."):
-        self.summary, self.requests = summary, []
 
-    def complete(self, messages, tools, emit) -> AssistantMessage:
-        self.requests.append((list(messages), tools))
-        return AssistantMessage(text=self.summary, usage=Usage(500, 60))
+def summarizer() -> ScriptedModel:
+    """A model that answers only summary requests (sent without tools), with a counted usage."""
+    return ScriptedModel([], summary=AssistantMessage(text=SUMMARY, usage=Usage(500, 60)))
 
 
 def turn(n: int, name: str, args: dict, content: str, is_error: bool = False) -> list[Message]:
@@ -117,14 +115,14 @@ def test_room_is_made_by_stubs_then_clips_and_the_history_is_never_changed():
     before = list(history)
     full = messages_tokens(history)
     window = ContextWindow(ctx_size=2 * int(full * 0.8), reserve=4096)  # limit: 80% of the full size
-    request = window.prepare(history, [], Model())
+    request = window.prepare(history, [], summarizer())
     assert history == before
     assert request.tokens <= window.limit * 0.6  # down to the low-water mark, not just under the limit
     shown = [m.content for m in request.messages if isinstance(m, ToolResult)]
     assert shown[0].startswith("[superseded: a.py")
     assert "clipped to save context" in shown[1]
     assert shown[2] == lines("a", 120)  # the last turn is never clipped
-    again = window.prepare(history + [AssistantMessage("done")], [], Model())
+    again = window.prepare(history + [AssistantMessage("done")], [], summarizer())
     assert again.messages[:-1] == request.messages  # decisions stick: the prefix stays the same
 
 
@@ -141,7 +139,7 @@ def long_history() -> list[Message]:
 
 
 def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intact():
-    history, model, seen = long_history(), Model(), []
+    history, model, seen = long_history(), summarizer(), []
     before = list(history)
     window = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=8192)
     request = window.prepare(history, [], model, emit=seen.append)
@@ -152,7 +150,7 @@ def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intac
     msgs = request.messages
     assert msgs[0] == SYSTEM and msgs[1] == TASK
     assert msgs[2] == UserMessage("No: use Decimal, not float.")
-    assert msgs[3] == UserMessage(f"{SUMMARY_HEADER}\n\n{model.summary}")
+    assert msgs[3] == UserMessage(f"{SUMMARY_HEADER}\n\n{SUMMARY}")
     assert QUESTION_NUDGE not in [m.content for m in msgs if isinstance(m, UserMessage)]
     assert isinstance(msgs[4], AssistantMessage) and msgs[-1] == history[-1]
     check_pairing(msgs)
@@ -166,7 +164,7 @@ def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intac
 
 
 def test_compact_on_demand_passes_the_focus_and_does_nothing_on_a_short_history():
-    model = Model()
+    model = summarizer()
     window = ContextWindow()
     assert window.compact([SYSTEM, TASK, *turn(1, "list_files", {}, "a.py")], model) is None
     event = window.compact(long_history(), model, focus="the Decimal change")
@@ -175,7 +173,7 @@ def test_compact_on_demand_passes_the_focus_and_does_nothing_on_a_short_history(
 
 
 def test_a_compaction_that_would_break_the_budget_is_not_sent():
-    model = Model()
+    model = summarizer()
     history = long_history()
     window = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=8192)
     with pytest.raises(BudgetSpent):
@@ -188,7 +186,7 @@ def test_a_compaction_that_would_break_the_budget_is_not_sent():
 def test_accounting_prefers_the_server_and_calibrates_upwards_only():
     window = ContextWindow()
     history = [SYSTEM, TASK, *turn(1, "read_file", {"path": "a"}, lines("a", 200))]
-    request = window.prepare(history, [], Model())
+    request = window.prepare(history, [], summarizer())
     estimated = window.account(1, request, AssistantMessage("ok"))
     assert estimated.estimated and estimated.usage.prompt_tokens == request.tokens
     assert 0.8 < estimated.tool_share < 1
@@ -197,7 +195,7 @@ def test_accounting_prefers_the_server_and_calibrates_upwards_only():
     counted = window.account(3, request, AssistantMessage("ok", usage=Usage(int(request.tokens * 1.5), 3)))
     assert not counted.estimated and counted.usage.prompt_tokens == int(request.tokens * 1.5)
     assert window.calibration == pytest.approx(1.5, rel=0.01)
-    assert window.prepare(history, [], Model()).tokens == pytest.approx(request.tokens * 1.5, rel=0.01)
+    assert window.prepare(history, [], summarizer()).tokens == pytest.approx(request.tokens * 1.5, rel=0.01)
 
 
 # ---- guards -----------------------------------------------------------------------------------
