@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -40,14 +40,19 @@ class Settings(BaseSettings):
     approval: Literal["ask", "edits", "all"] = "edits"
     max_steps: int = Field(30, ge=1)
     max_tokens_total: int | None = Field(None, ge=1)  # prompt + completion budget of a run
-    ctx_size: int = Field(16384, ge=256)
+    # "auto": asked from the server at the start of a run (cli/discovery.py), else 16384
+    ctx_size: int | Literal["auto"] = "auto"
     max_tokens: int = Field(4096, ge=1)
     retries: int = Field(4, ge=0)
     connect_timeout: float = Field(10.0, gt=0)
     read_timeout: float = Field(300.0, gt=0)
+    # Before the first token a slow local server may process a long prompt for minutes, sending only
+    # keep-alives: a longer deadline for that wait alone (0: read_timeout applies from the start).
+    first_token_timeout: float = Field(0.0, ge=0)
     shell_timeout: float = Field(120.0, gt=0)
     checkpoints: bool = True
     checkpoint_max_bytes: int = Field(5_000_000, ge=0)  # larger files are left out of checkpoints
+    checkpoint_lock_wait: float = Field(60.0, ge=0)  # seconds a snapshot waits for another run's snapshot
     env_allow: list[str] = Field(default_factory=list)
     allow: list[str] = Field(default_factory=list)  # shell command globs ("pytest *") or tool(path glob)
     deny: list[str] = Field(default_factory=list)
@@ -55,6 +60,46 @@ class Settings(BaseSettings):
     sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"  # where shell commands may write
     sandbox_network: bool = False  # sandboxed commands may use the network
     sandbox_writable: list[str] = Field(default_factory=list)  # more writable dirs (user file, env, flags)
+    stream_tools: bool | None = None  # stream requests with tools; unset: learned per server (servers.json)
+    recover_text_calls: bool = True  # a tool call written into the reply's text becomes a tool call
+    temperature: float | None = Field(None, ge=0)  # sent only when set
+    top_p: float | None = Field(None, gt=0, le=1)  # sent only when set
+    provider: Literal["openai", "ollama"] = "openai"  # ollama: its native /api/chat (sets num_ctx)
+    # {"MODEL": {"input": USD, "output": USD}} per million tokens: the run's cost (loopagent/prices.py)
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: Any) -> Any:
+        from loopagent.prices import check_prices
+
+        return check_prices(value)
+
+    @field_validator("ctx_size", mode="before")
+    @classmethod
+    def _ctx_size(cls, value: Any) -> Any:
+        # "auto" in any case, or a whole number of at least 256 (also as a string: LOOP_CTX_SIZE=8192)
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        if isinstance(value, int) and not isinstance(value, bool) and value < 256:
+            raise ValueError("must be at least 256")  # or "auto": --help says so
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        # Checked up front: a URL without scheme or host otherwise fails deep inside the client, per request.
+        from urllib.parse import urlsplit
+
+        try:
+            ok = urlsplit(url).scheme in ("http", "https") and bool(urlsplit(url).hostname)
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ValueError("must be an http:// or https:// URL with a host (like http://127.0.0.1:8080/v1)")
+        return url
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
@@ -64,6 +109,7 @@ class Settings(BaseSettings):
 
 
 ENV_KEYS = {name: f"LOOP_{name.upper()}" for name in Settings.model_fields}
+OLLAMA_URL = "http://127.0.0.1:11434"  # the base URL when provider is ollama and none is given
 RULE_LISTS = ("allow", "deny")
 SANDBOX_MODES = ("off", "workspace-write", "read-only")  # weakest first, as in loopagent/sandbox/spec.py
 ADDITIVE = ("allow", "deny", "env_allow")
@@ -74,7 +120,7 @@ PROJECT_TIGHTENS = {
     "sandbox": "stricter sandbox", "sandbox_network": "disable",
     **{name: "lower" for name in (
         "max_steps", "max_tokens_total", "ctx_size", "max_tokens", "retries", "connect_timeout",
-        "read_timeout", "shell_timeout", "instructions_max_bytes")},
+        "read_timeout", "first_token_timeout", "shell_timeout", "instructions_max_bytes")},
 }
 
 
@@ -208,6 +254,9 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
     cli = {k: v for k, v in cli.items() if v is not None}
     validate(cli, lambda key: f"--{key.replace('_', '-')}")
     layer(config, values, cli, lambda key: "command line", None)
+    if values.get("provider") == "ollama" and "base_url" not in values:  # Ollama's port, not llama.cpp's
+        values["base_url"] = OLLAMA_URL
+        config.sources["base_url"] = "default for provider ollama"
     config.settings = Settings(**values)
     return config
 
@@ -243,7 +292,13 @@ def validate(values: dict[str, Any], where) -> None:
         key = str(err["loc"][0]) if err["loc"] else ""
         if err["type"] == "extra_forbidden":
             raise ConfigError(f"{where(key)}: unknown setting {key!r}") from None
-        raise ConfigError(f"{where(key)}: {key}: {err['msg']}") from None
+        name = where(key) if where(key).startswith("--") else f"{where(key)}: {key}"
+        shown = "***" if key == "api_key" else err.get("input")
+        if key == "base_url" and isinstance(shown, str):  # keys hide in a URL's user:password and query
+            from loopagent.secrets import public_url
+
+            shown = public_url(shown)
+        raise ConfigError.invalid(name, err, shown) from None
 
 
 def tighten_only(project: JsonFileSource, current: Settings, warnings: list[str]) -> dict[str, Any]:
@@ -259,7 +314,7 @@ def tighten_only(project: JsonFileSource, current: Settings, warnings: list[str]
             kept[key] = value
         elif how == "enable" and new:
             kept[key] = value
-        elif how == "lower" and (old is None or (new is not None and new <= old)):
+        elif how == "lower" and (old in (None, "auto") or (new not in (None, "auto") and new <= old)):
             kept[key] = value
         elif how == "stricter sandbox" and SANDBOX_MODES.index(new) >= SANDBOX_MODES.index(old):
             kept[key] = value
@@ -303,7 +358,7 @@ def describe(config: Config) -> list[tuple[str, str, str]]:
             shown = "(not set)" if value is None else "******** (set)"
         elif name == "base_url":
             shown = shown_value(name, value)
-        elif isinstance(value, list):
+        elif isinstance(value, (list, dict)):  # dict: prices
             shown = json.dumps(value)
         else:
             shown = "(none)" if value is None else str(value).lower() if isinstance(value, bool) else str(value)

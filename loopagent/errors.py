@@ -23,12 +23,15 @@ A run that ends on one of these reports `status` in its `result` line and exits 
 (events.EXIT_CODES agrees; tests/test_errors_tree.py holds both to this table). The names stay
 importable where they were defined before this module existed (loopagent.client,
 loopagent.session, loopagent.config, loopagent.cli.run, loopagent.context, loopagent.tools.base).
-Signals are not errors: cli.interrupts.Stopped is a BaseException and exits 128 + the signal.
+`ConfigError.invalid` turns one pydantic error into the line a user reads: the setting, what it
+must be, the bad value. Signals are not errors: cli.interrupts.Stopped is a BaseException and exits 128 + the signal.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from loopagent.messages import AssistantMessage
@@ -49,6 +52,44 @@ class UsageError(LoopError):
 
 class ConfigError(UsageError):
     """A configuration value or file is wrong; the message names it (exit 2)."""
+
+    @classmethod
+    def invalid(cls, name: str, error: Mapping[str, Any], shown: Any = None) -> ConfigError:
+        """One line from one pydantic error: the setting, what is allowed, the bad value (`shown`, if given)."""
+        return cls(invalid_value(name, error, shown))
+
+
+# What a value must be, by pydantic error type; `{...}` take the error's ctx.
+ALLOWED = {
+    "int_parsing": "a whole number", "int_from_float": "a whole number", "int_type": "a whole number",
+    "float_parsing": "a number", "float_type": "a number", "bool_parsing": "true or false",
+    "bool_type": "true or false", "string_type": "a string", "list_type": "a list",
+    "greater_than_equal": "at least {ge}", "greater_than": "more than {gt}",
+    "less_than_equal": "at most {le}", "less_than": "less than {lt}",
+}
+
+
+def invalid_value(name: str, error: Mapping[str, Any], shown: Any = None) -> str:
+    """`NAME must be ALLOWED, not VALUE` for one pydantic error dict, in place of pydantic's several lines.
+
+    `shown` replaces the input in the message (a URL without its credentials, a masked key).
+    """
+    kind, ctx = error.get("type", ""), error.get("ctx") or {}
+    value = error.get("input") if shown is None else shown
+    got = f", not {value!r}" if value is not None else ""
+    if kind in ("literal_error", "enum"):
+        choices = re.findall(r"'([^']*)'", str(ctx.get("expected", "")))
+        return f"{name} must be one of {', '.join(choices)}{got}"
+    if kind in ALLOWED:
+        return f"{name} must be {ALLOWED[kind].format(**{k: _number(v) for k, v in ctx.items()})}{got}"
+    text = str(error.get("msg", "is not valid")).removeprefix("Value error, ").removeprefix("Input should be ")
+    if text.startswith("must "):  # our validators' wording: "must be an http:// or https:// URL"
+        return f"{name} {text}{got}"
+    return f"{name}: {text}{got}" if kind != "value_error" else f"{name}: {text}"
+
+
+def _number(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 class PolicyError(ConfigError):

@@ -170,6 +170,7 @@ class RunEnd:
     usage: Usage
     message: str = ""
     signal: int = 0  # the signal that stopped an aborted run (SIGTERM, SIGHUP); 0 for Ctrl+C or none
+    cost: float | None = None  # USD for `usage` at the user's `prices` (loopagent/prices.py); None: no price
 
     @property
     def exit_code(self) -> int:

@@ -78,10 +78,14 @@ class Repeats:
         self.last = key
         if self.count < NUDGE_AT:
             return result
+        times = TIMES.get(self.count, str(self.count))
         if self.stuck:
             note = f"stopped: {call.name} ran {self.count} times in a row with the same arguments and result"
+            seen = note
         else:
-            note = (f"you have run this {TIMES.get(self.count, self.count)} times with the same result; "
-                    "change approach")
-        self.emit(Notice("loop", note))
+            # The model reads a nudge addressed to it; the person watching reads what happened.
+            note = f"you have run this {times} times with the same result; change approach"
+            seen = (f"the model ran {call.name} {times} times in a row with the same arguments and result; "
+                    "it was told to change approach")
+        self.emit(Notice("loop", seen))
         return replace(result, content=f"{result.content}\n\n[loop: {note}]")

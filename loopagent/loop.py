@@ -16,6 +16,7 @@ from typing import Protocol
 
 from loopagent.cancel import CANCELLED, Cancel
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
+from loopagent.client.assemble import OutputCut
 from loopagent.context import Compaction, CompactionCancelled, ContextWindow, Stop
 from loopagent.details import Details
 from loopagent.events import (
@@ -78,6 +79,8 @@ class Agent:
     health: Callable[[], str] = lambda: ""
     # The step before a call that may change files runs (a checkpoint): the call and what it is about.
     before_change: Callable[[ToolCall, str], None] = lambda call, subject: None
+    # What the usage so far cost in USD, when the model's price is known (loopagent/prices.py).
+    price: Callable[[Usage], float | None] = lambda usage: None
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -101,6 +104,10 @@ class Agent:
                 reply = self.ask(history, run, cancel)
             except Stop as exc:  # the context is full, the token budget is spent, or the history is broken
                 return self.end(run, exc.status, str(exc))
+            except OutputCut as exc:  # cut at max_tokens: nothing ran; the model is told once, then it stops
+                if not self.told_cut(history, run, exc):
+                    return self.end(run, "incomplete_model_turn", str(exc))
+                continue
             except IncompleteTurn as exc:
                 return self.end(run, "incomplete_model_turn", str(exc))
             except ModelError as exc:
@@ -114,6 +121,19 @@ class Agent:
                 return self.end(run, *why)
             if not reply.tool_calls and not self.nudged(history, reply, run):
                 return self.end(run, "completed")
+
+    def told_cut(self, history: list[Message], run: Tally, cut: OutputCut) -> bool:
+        """Keep a reply cut at max_tokens (its calls dropped: nothing ran) and tell the model so, once;
+        False the second time, when the run must stop."""
+        if run.cut or cut.partial is None:
+            return False
+        run.cut = True
+        self.emit(Notice("cut", cut.note()))
+        self.add(history, cut.partial)
+        self.emit(AssistantDone(cut.partial))
+        self.emit(TurnEnd(run.steps, run.usage))
+        self.add(history, UserMessage(cut.note()))
+        return True
 
     def blocked(self, run: Tally, cancel: Cancel, ended: bool = False) -> tuple[Status, str | Cancel] | None:
         """Why the run cannot go on (before a request, or after a turn), or None."""
@@ -186,9 +206,10 @@ class Agent:
     def end(self, run: Tally, status: Status, why: str | Cancel = "") -> RunEnd:
         """Emit and return the run's end; a cancel token says why and which signal stopped the run."""
         if isinstance(why, Cancel):
-            result = RunEnd(status, run.steps, run.usage, why.reason or CANCELLED, why.signal)
+            result = RunEnd(status, run.steps, run.usage, why.reason or CANCELLED, why.signal,
+                            cost=self.price(run.usage))
         else:
-            result = RunEnd(status, run.steps, run.usage, why)
+            result = RunEnd(status, run.steps, run.usage, why, cost=self.price(run.usage))
         self.emit(result)
         return result
 
@@ -266,3 +287,4 @@ class Tally:
     usage: Usage = field(default_factory=Usage)
     needed_approval: bool = False
     nudges: int = 0
+    cut: bool = False  # the model was told once that a reply was cut at max_tokens

@@ -59,6 +59,7 @@ class AssistantMessage:
     stop_reason: StopReason = "stop"
     usage: Usage | None = None
     role: Literal["assistant"] = "assistant"
+    recovered: bool = False  # its tool calls were written in its text and recovered (client/textcalls.py)
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ def to_record(msg: Message) -> dict[str, Any]:
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in msg.tool_calls
         ]
         rec["stop_reason"] = msg.stop_reason
+        if msg.recovered:
+            rec["recovered"] = True
         if msg.usage is not None:
             rec["usage"] = {
                 "prompt_tokens": msg.usage.prompt_tokens,
@@ -133,6 +136,7 @@ def from_record(rec: dict[str, Any]) -> Message:
             tool_calls=tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in rec.get("tool_calls", [])),
             stop_reason=rec.get("stop_reason", "stop"),
             usage=Usage(usage["prompt_tokens"], usage["completion_tokens"]) if usage else None,
+            recovered=rec.get("recovered") is True,
         )
     if role == "tool":
         return ToolResult(

@@ -99,6 +99,28 @@ def tools(*calls: tuple[str, Any], **kw: Any) -> Reply:
     return Reply(events=tool_events(list(calls)), **kw)
 
 
+def empty_stream() -> Reply:
+    """200 with SSE headers and an empty body: llama-cpp-python's answer to a streamed request with tools."""
+    return Reply(events=[], done=False)
+
+
+def completion(content: str | None = None, calls: Iterable[tuple[str, Any]] = (), finish: str | None = None,
+               usage: tuple[int, int] | None = (100, 10)) -> Reply:
+    """A non-streamed JSON reply (`stream: false`), shaped like llama-cpp-python's (content null with calls)."""
+    tool_calls = [{"id": f"call_{i}_{name}", "type": "function",
+                   "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                  for i, (name, args) in enumerate(calls)]
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    body: dict[str, Any] = {"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake",
+                            "choices": [{"index": 0, "message": message,
+                                         "finish_reason": finish or ("tool_calls" if tool_calls else "stop")}]}
+    if usage:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+    return Reply(body=json.dumps(body).encode())
+
+
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
     body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
     return Reply(status=status, body=body, headers={"Content-Type": "application/json", **(headers or {})})
@@ -112,8 +134,17 @@ Script = Reply | Callable[[dict], Reply]
 class FakeServer:
     """Use as a context manager; `url` is the base URL to give `loop` (…/v1)."""
 
-    def __init__(self, script: Iterable[Script] = ()):
+    def __init__(self, script: Iterable[Script] = (), models: list[str | dict] | Reply | None = None,
+                 props: dict | Reply | None = None, routes: dict[str, Any] | None = None):
         self.script: list[Script] = list(script)
+        # Other paths a client may ask (GET or POST), e.g. "/api/v0/models", "/api/show": a body as JSON,
+        # a Reply as given; POSTs to them are recorded in `posts` as (path, body).
+        self.routes: dict[str, Any] = dict(routes or {})
+        self.posts: list[tuple[str, Any]] = []
+        # GET /v1/models answers these ids (a dict is sent as the entry itself), GET /props this body;
+        # a Reply is sent as given (a 401); None: 404, as from a server without the endpoint.
+        self.models, self.props = models, props
+        self.gets: list[str] = []  # the paths of GET requests, in order
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -159,6 +190,21 @@ class FakeServer:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def do_GET(self) -> None:  # noqa: N802
+                path = self.path.split("?", 1)[0].rstrip("/")
+                server.gets.append(path)
+                answer = {"/v1/models": server.models, "/props": server.props, **server.routes}.get(path)
+                if isinstance(answer, Reply):
+                    self._send_plain(answer.status, answer.body or b"", answer.headers)
+                elif answer is None:
+                    self._send_plain(404, b'{"error": {"message": "not found"}}')
+                elif path == "/v1/models":
+                    data = [m if isinstance(m, dict) else {"id": m, "object": "model", "owned_by": "fake"}
+                            for m in answer]
+                    self._send_plain(200, json.dumps({"object": "list", "data": data}).encode())
+                else:
+                    self._send_plain(200, json.dumps(answer).encode())
+
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
@@ -167,6 +213,15 @@ class FakeServer:
                 except ValueError:
                     body = {"_raw": raw.decode(errors="replace")}
                 server.headers.append(dict(self.headers))
+                if self.path.split("?", 1)[0].rstrip("/") in server.routes:
+                    path = self.path.split("?", 1)[0].rstrip("/")
+                    server.posts.append((path, body))
+                    answer = server.routes[path]
+                    if isinstance(answer, Reply):
+                        self._send_plain(answer.status, answer.body or b"", answer.headers)
+                    else:
+                        self._send_plain(200, json.dumps(answer).encode())
+                    return
                 if self.path.split("?", 1)[0].rstrip("/") != "/v1/chat/completions":
                     self._send_plain(404, b'{"error": {"message": "not found"}}')
                     return

@@ -35,6 +35,8 @@ class Model:
         self.name, self.both_waiting, self.bodies = name, both_waiting, []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        if not request.url.path.endswith("/chat/completions"):  # discovery (/props, /models): not this server
+            return httpx.Response(404, json={"error": {"message": "not found"}})
         self.bodies.append(json.loads(request.content))
         if len(self.bodies) == 1:
             self.both_waiting.wait(timeout=20)  # both agents are mid-run at the same moment

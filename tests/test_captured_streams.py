@@ -18,8 +18,9 @@ import pytest
 
 from loopagent.client import IncompleteTurn
 from loopagent.client.openai import OpenAIClient
-from loopagent.events import Event, TextDelta
+from loopagent.events import Event, Notice, TextDelta
 from loopagent.messages import AssistantMessage, ToolCall, UserMessage
+from loopagent.servers import ServerBook
 
 STREAMS = Path(__file__).resolve().parent / "streams"
 PING = re.compile(rb": ping - [^\n]*\n\n")
@@ -58,8 +59,9 @@ class Replay:
     """
 
     def __init__(self, capture: Capture, pieces: list[tuple[bytes, float]] | None = None,
-                 lockstep: bool = False):
+                 lockstep: bool = False, then: list[Capture] = ()):
         self.capture, self.lockstep = capture, lockstep
+        self.then = list(then)  # the captures later requests get, in turn (the last one stays)
         self.chunked = capture.meta["chunks"] is not None
         self.send = capture.pieces() if pieces is None else pieces
         self.requests: list[dict] = []
@@ -129,6 +131,10 @@ class Replay:
             def do_POST(self) -> None:  # noqa: N802
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 replay.requests.append(json.loads(raw))
+                if len(replay.requests) > 1 and replay.then:
+                    replay.capture = replay.then.pop(0) if len(replay.then) > 1 else replay.then[0]
+                    replay.chunked = replay.capture.meta["chunks"] is not None
+                    replay.send = replay.capture.pieces()
                 try:
                     replay._write(self.wfile)
                 except (BrokenPipeError, ConnectionResetError):
@@ -180,10 +186,10 @@ def test_streamed_text_turn():
     assert out.requests == 1
 
 
-@pytest.mark.parametrize("name", ["llamacpp_auto", "llamacpp_ctx_exceeded"])
-def test_empty_200_event_stream_is_one_incomplete_turn(name):
-    # Streamed tools with tool_choice "auto", and a prompt over n_ctx: the server fails after
-    # sending 200 and SSE headers, so the body is empty. One request, no retry, a clear message.
+def test_empty_200_event_stream_without_tools_is_one_incomplete_turn():
+    # A prompt over n_ctx: the server fails after sending 200 and SSE headers, so the body is empty.
+    # No tools in the request, so nothing to fall back from: one request, no retry, a clear message.
+    name = "llamacpp_ctx_exceeded"
     capture = Capture.load(name)
     assert capture.meta["status"] == 200 and capture.body == b"" and capture.meta["chunks"] == []
     assert dict(capture.meta["headers"])["content-type"].startswith("text/event-stream")
@@ -193,6 +199,46 @@ def test_empty_200_event_stream_is_one_incomplete_turn(name):
     assert out.requests == 1 and out.sleeps == []
     assert out.events == [] and out.error.partial is not None and out.error.partial.text == ""
     assert out.error.partial.tool_calls == ()
+
+
+def test_empty_200_to_streamed_tools_falls_back_once_and_an_empty_retry_stops():
+    # The server answers every request with the empty body: one fallback request, then the turn is
+    # incomplete as before (never a retry storm), with one notice and no sleeps.
+    capture = Capture.load("llamacpp_auto")
+    assert capture.body == b"" and capture.meta["request"]["tools"]
+    out = replay("llamacpp_auto", retries=4)
+    assert out.message is None and out.error is not None
+    assert "ended without a finish reason" in str(out.error) and "also when sent without streaming" in str(out.error)
+    assert out.requests == 2 and out.sleeps == []
+    assert [e.kind for e in out.events if isinstance(e, Notice)] == ["fallback"]
+
+
+def test_empty_200_to_streamed_tools_is_answered_by_the_non_streamed_capture(tmp_path):
+    # The real pair: the streamed `auto` request gets the empty body, the same request with
+    # stream: false gets the server's real JSON reply with a tool call.
+    auto, nostream = Capture.load("llamacpp_auto"), Capture.load("llamacpp_nostream_auto")
+    book = ServerBook(tmp_path)
+    with Replay(auto, then=[nostream]) as srv:
+        events: list[Event] = []
+        cli = OpenAIClient(base_url=srv.url, model="gemma3-270m", servers=book, sleep=lambda s: None)
+        try:
+            msg = cli.complete([UserMessage("hi")], auto.tools(), events.append)
+            again = cli.complete([UserMessage("hi"), msg], auto.tools(), events.append)
+        finally:
+            cli.close()
+        first, retry, later = srv.requests
+    assert msg.tool_calls == (ToolCall("call__0_read_file_cmpl-c41e7db8-eb01-4c2c-a857-1f2beb7994bb", "read_file",
+                                       '{"path": "file1.txt"}'),) == again.tool_calls
+    assert msg.usage is not None and (msg.usage.prompt_tokens, msg.usage.completion_tokens) == (245, 9)
+    assert first["stream"] is True and retry["stream"] is False and "stream_options" not in retry
+    assert {k: v for k, v in retry.items() if k != "stream"} == {
+        k: v for k, v in first.items() if k not in ("stream", "stream_options")}
+    assert later["stream"] is False  # the same client does not ask twice
+    notices = [e for e in events if isinstance(e, Notice)]
+    assert [n.kind for n in notices] == ["fallback"] and "without streaming" in notices[0].text
+    record = json.loads((tmp_path / "servers.json").read_text())["servers"]
+    assert [r["stream_tools"] for r in record.values()] == [False]
+    assert list(record) == [f"openai {srv.url} gemma3-270m"]
 
 
 READ_CALL = ToolCall("call__0_read_file_cmpl-6417c67e-dfc4-49e8-b884-48bc2814c5ba", "read_file",

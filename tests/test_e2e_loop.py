@@ -71,15 +71,18 @@ def test_stream_without_finish_reason_runs_no_tool(run_loop, server, sample):
 
 
 def test_empty_stream_is_an_incomplete_turn_not_a_retry(run_loop, server, sample):
-    server.add(Reply(events=[], done=False))
+    # A streamed request with tools gets one non-streamed retry (the fallback); empty again, it stops.
+    server.add(Reply(events=[], done=False), Reply(events=[], done=False))
     proc = agent(run_loop, server, sample)
     assert proc.returncode == 1
     assert events(proc.stdout)[-1]["status"] == "incomplete_model_turn"
-    assert len(server.requests) == 1
+    assert len(server.requests) == 2 and server.requests[1]["stream"] is False
 
 
 def test_length_finish_with_tool_call_runs_no_tool(run_loop, server, sample):
-    server.add(Reply(events=tool_events(("write_file", {"path": "new.txt", "content": "x"}), finish="length")))
+    # Cut twice: the model is told once (see tests/test_local_e2e.py), then the run stops.
+    cut = Reply(events=tool_events(("write_file", {"path": "new.txt", "content": "x"}), finish="length"))
+    server.add(cut, cut)
     proc = agent(run_loop, server, sample, "--approval", "all")
     assert proc.returncode == 1
     assert events(proc.stdout)[-1]["status"] == "incomplete_model_turn"

@@ -48,12 +48,19 @@ def test_a_shell_result_takes_its_exit_code_from_the_details():
     # The text's header says 0; the details say what the command did.
     result = ToolResult("c1", "shell", "exit code 0\nmake: *** [all] Error 2", is_error=True,
                         details=Details("error", exit_code=2, lines=1))
-    assert shown("shell", result) == ["    error: make: *** [all] Error 2 (exit 2)"]
+    assert shown("shell", result) == ["    error: exit 2, 1 line", "      make: *** [all] Error 2"]
     tests = ToolResult("c1", "shell", "exit code 0\ncollected 4 items\n==== 4 passed in 0.02s ====",
                        details=Details("ok", exit_code=0, lines=2))
-    assert shown("shell", tests) == ["    ok: 4 passed in 0.02s"]
-    quiet = ToolResult("c1", "shell", "exit code 0\n", details=Details("ok", exit_code=0, lines=0))
-    assert shown("shell", quiet) == ["    ok: exit code 0"]
+    assert shown("shell", tests) == ["    ok: exit 0, 2 lines", "      collected 4 items",
+                                     "      ==== 4 passed in 0.02s ===="]
+    # A verdict the first lines do not show is named on the result line.
+    long = "exit code 1\n" + "".join(f"line {i}\n" for i in range(20)) + "=== 1 failed, 3 passed in 0.1s ==="
+    lines = shown("shell", ToolResult("c1", "shell", long, is_error=True, details=Details("error", exit_code=1,
+                                                                                       lines=21)))
+    assert lines[0] == "    error: exit 1, 21 lines; 1 failed, 3 passed in 0.1s"
+    assert lines[1:] == ["      line 0", "      line 1", "      line 2", "      line 3", "      … +17 lines"]
+    quiet = ToolResult("c1", "shell", "exit code 0\n(no output)", details=Details("ok", exit_code=0, lines=0))
+    assert shown("shell", quiet) == ["    ok: exit 0, no output"]
 
 
 def test_a_cancelled_call_says_cancelled_and_the_old_text_said_error():

@@ -63,5 +63,5 @@ def test_the_user_may_choose_off_by_file_environment_or_flag(tmp_path):
 
 def test_an_unknown_mode_names_the_file_and_line(tmp_path):
     user(tmp_path / "h", {"sandbox": "none"})
-    with pytest.raises(ConfigError, match=r"config.json line 1: sandbox: "):
+    with pytest.raises(ConfigError, match=r"config.json line 1: sandbox must be one of workspace-write, read-only, off, not 'none'"):
         load_config(tmp_path, {}, {"LOOP_HOME": str(tmp_path / "h")})

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakeserver import FakeServer, text, tools
+from tests.fakeserver import FakeServer, error, text, tools
 
 PROBE = ("cat /proc/$PPID/environ | tr '\\0' '\\n'; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; env; "
          "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' > leak.txt; "
@@ -157,3 +157,16 @@ def test_an_unreachable_credentialed_server_is_named_without_credentials(run_loo
     assert proc.returncode != 0
     assert f"cannot reach {url}/chat/completions" in proc.stdout + proc.stderr
     assert_absent([pw, key], proc.stdout, proc.stderr, home_bytes(loop_home))
+
+
+def test_a_server_that_echoes_the_api_key_in_its_error_does_not_put_it_on_screen(run_loop, server, tmp_path,
+                                                                                  loop_home):
+    (key,) = markers(1)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    server.add(error(401, f"Incorrect API key provided: {key}. Find your key at ..."))
+    proc = run_loop("agent", "-C", str(ws), "--json", "--base-url", server.url, "--api-key", key, "hi")
+    assert proc.returncode == 1
+    result = events(proc.stdout)[-1]
+    assert result["type"] == "result" and "401" in result["message"] and "[redacted]" in result["message"]
+    assert_absent([key], proc.stdout, proc.stderr, home_bytes(loop_home))

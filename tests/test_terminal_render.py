@@ -130,19 +130,32 @@ def test_coloured_output_of_a_session():
     assert "\x1b[2mAll good" not in out
 
 
-def test_no_color_and_dumb_terminals_get_plain_text(monkeypatch):
-    class FakeTty(io.StringIO):
-        def isatty(self) -> bool:
-            return True
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
 
-    for name, value in (("NO_COLOR", "1"), ("TERM", "dumb")):
-        with monkeypatch.context() as m:
-            m.setenv(name, value)
-            out = FakeTty()
-            renderer = TerminalRenderer(out, width=60)
-            for event in session_events():
-                renderer(event)
-            assert out.getvalue() == PLAIN
+
+def test_a_dumb_terminal_gets_plain_text(monkeypatch):
+    monkeypatch.setenv("TERM", "dumb")
+    out = FakeTty()
+    renderer = TerminalRenderer(out, width=60)
+    for event in session_events():
+        renderer(event)
+    assert out.getvalue() == PLAIN
+
+
+def test_no_color_keeps_the_rich_screen_without_colours(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm")
+    out = FakeTty()
+    renderer = TerminalRenderer(out, width=60, live=False)
+    for event in session_events():
+        renderer(event)
+    raw = out.getvalue()
+    text = "\n".join(line.rstrip() for line in ANSI.sub("", raw).splitlines()) + "\n"
+    assert text == COLOURED_TEXT  # Markdown rendered: no backticks, no fences
+    assert not [code for code in ANSI.findall(raw) if code.endswith("m")]  # no colour: no SGR code at all
+    assert "\x1b[32m" in render(session_events(), color=True, live=False, monochrome=False)
 
 
 def test_show_thinking_streams_the_reasoning():

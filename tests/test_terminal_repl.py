@@ -112,18 +112,20 @@ def test_ctrl_c_while_a_tool_runs_answers_every_call(term, server, workspace):
     assert t.exit_code() == 130
 
 
-def test_typing_during_a_turn_is_queued_and_sent_at_the_next_boundary(term, server, workspace):
+def test_typing_during_a_turn_is_queued_and_sent_when_the_turn_ends(term, server, workspace):
     slow = tool_events(("read_file", {"path": "a.txt"}), text="Reading it.")
     size = len(Reply(events=slow).stream_bytes())
-    server.add(Reply(events=slow, split=size // 12, delay=0.1), text("noted"))
+    server.add(Reply(events=slow, split=size // 12, delay=0.1), text("noted"), text("checked b.txt"))
     t = term()
     t.line("read a.txt")
-    t.expect("Reading it.")  # the turn runs: what is typed now is steering, not the next prompt
+    t.expect("Reading it.")  # the turn runs: what is typed now waits for its end, not the next prompt
     t.line("also check b.txt")
     t.expect("queued: also check b.txt")
     t.expect("done: completed")
-    messages = server.requests[1]["messages"]
-    assert messages[-2]["role"] == "tool" and messages[-1] == {"role": "user", "content": "also check b.txt"}
+    t.expect("queued, sending: also check b.txt")
+    t.expect("done: completed")
+    assert server.requests[1]["messages"][-1]["role"] == "tool"  # not slipped in between two steps
+    assert server.requests[2]["messages"][-1] == {"role": "user", "content": "also check b.txt"}
     t.prompt()
     t.child.sendcontrol("d")
     assert t.exit_code() == 0

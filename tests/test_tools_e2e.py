@@ -81,7 +81,7 @@ def test_file_tools_round_trip_through_the_cli(run_loop, server, sample):
     assert "path_rules.py" in first[0].splitlines()
     assert first[1].startswith("path_rules.py:") and ":def python_sources(" in first[1]
     second = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"][2:]
-    assert second[0] == "created notes/todo.md: new file, 1 lines"
+    assert second[0] == "created notes/todo.md: new file, 1 line"
     assert second[1].startswith("edited notes/todo.md: replaced 1 occurrence at line 1")
     assert "has not been read in this session" in second[2]  # unread file: refused
     assert (sample / "notes/todo.md").read_text() == "- two\n"

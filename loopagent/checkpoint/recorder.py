@@ -2,8 +2,8 @@
 
 The loop calls `before_change` (its explicit step, after validation and policy, right before a
 call that is not read-only runs); the recorder only observes `MessageAdded` to know which message
-a checkpoint precedes. Checkpoints fail soft: the first failure is reported once and checkpoints
-stay off for the rest of the run; the run itself goes on.
+a checkpoint precedes. Checkpoints fail soft: a snapshot that fails is reported (that one) and the
+run goes on; the next change gets its checkpoint again.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Recorder:
         # Warnings are events when there is a feed to send them to (shown on stderr by render/notes.py).
         self.warn = warn or ((lambda text: emit(Notice("warning", text))) if emit else stderr_warning)
         self.reported: set[str] = set()
-        self.off = False
+        timeline.lock.on_wait = self.warn
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, MessageAdded):
@@ -39,15 +39,13 @@ class Recorder:
 
     def before_change(self, call: ToolCall, subject: str) -> None:
         """Snapshot the workspace before `call` runs (the loop's step before a mutating call)."""
-        if not self.off:
-            self.take(f"before {call.name} {subject.split(chr(10), 1)[0]}".strip())
+        self.take(f"before {call.name} {subject.split(chr(10), 1)[0]}".strip())
 
     def take(self, label: str) -> None:
         try:
             snap = self.timeline.checkpoint(label, self.session, self.next_index)
         except (CheckpointError, OSError) as exc:
-            self.off = True
-            self.warn(f"checkpoints are off for this run: {exc}")
+            self.warn(f"no checkpoint {label}: {exc}")
             return
         skipped = [p for p in snap.staged.too_big + snap.staged.nested if p not in self.reported]
         if skipped:

@@ -9,8 +9,10 @@ index file and without the user's global/system config, so the workspace's own `
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -19,6 +21,7 @@ REF = "refs/heads/checkpoints"
 BULK = 1000  # a first snapshot of at least this many files goes through fast-import
 MAX_FILES = 200_000  # beyond this a first snapshot takes too long to be worth it
 GIT_TIMEOUT = 300.0
+RAW_BYTES = "* -text -eol -filter -ident\n"
 
 
 class CheckpointError(Exception):
@@ -54,10 +57,12 @@ class ShadowRepo:
 
     @property
     def exists(self) -> bool:
-        return (self.git_dir / "HEAD").is_file()
+        return (self.git_dir / "HEAD").is_file() and (self.git_dir / "objects").is_dir()
 
-    def git(self, *args: str, stdin: bytes | BinaryIO | None = None, strip: bool = True) -> str:
-        """Run one git command on the shadow repository; raises CheckpointError when it fails."""
+    def git(self, *args: str, stdin: bytes | BinaryIO | None = None, strip: bool = True, ok: int = 0,
+            literal: bool = True) -> str:
+        """Run one git command on the shadow repository; raises CheckpointError when it fails (an exit
+        status up to `ok` is success: `check-ignore` exits 1 when nothing is ignored)."""
         import git  # GitPython; imported late because it looks for the git binary at import
 
         cmd = ["git", f"--git-dir={self.git_dir}", f"--work-tree={self.work_tree}", *args]
@@ -68,25 +73,48 @@ class ShadowRepo:
                     tmp.write(stdin)
                     tmp.seek(0)
                     feed = tmp
-                out = git.Git(str(self.work_tree)).execute(
-                    cmd, istream=feed, env=self.env, strip_newline_in_stdout=strip,
-                    kill_after_timeout=GIT_TIMEOUT,
+                status, out, err = git.Git(str(self.work_tree)).execute(
+                    cmd, istream=feed, env=self.env if literal else {**self.env, "GIT_LITERAL_PATHSPECS": "0"},
+                    strip_newline_in_stdout=strip,
+                    kill_after_timeout=GIT_TIMEOUT, with_exceptions=False, with_extended_output=True,
                 )
         except git.GitCommandError as exc:
-            detail = (exc.stderr or str(exc)).strip().splitlines()
-            raise CheckpointError(f"git {args[0]} failed: {detail[-1] if detail else exc}") from None
+            status, err = exc.status, str(exc.stderr or exc)
         except OSError as exc:
             raise CheckpointError(f"cannot run git: {exc}") from None
+        if status not in range(ok + 1):
+            detail = str(err).strip().splitlines() or [f"exit status {status}"]
+            # git's last line may be "remove the file manually": say which file, from the line naming it.
+            named = [line for line in detail if ".lock" in line]
+            raise CheckpointError(f"git {args[0]} failed: {(named or detail)[-1]}")
         return str(out)
 
     def init(self) -> None:
-        """Create the shadow repository (once); no template, so no sample hooks."""
+        """Create the shadow repository (once), whole or not at all: built in a temporary directory and
+        renamed into place, so a kill half-way leaves no half-made repository. One found without HEAD
+        or objects (left by an older loop) is set aside and built again."""
         if self.exists:
+            self.attributes()
             return
+        parent = self.git_dir.parent
         try:
-            self.git_dir.mkdir(parents=True, exist_ok=True)
+            parent.mkdir(parents=True, exist_ok=True)
+            for stale in parent.glob(f".{self.git_dir.name}.new-*"):  # a build a kill cut short (we hold the lock)
+                shutil.rmtree(stale, ignore_errors=True)
+            if self.git_dir.exists():
+                os.rename(self.git_dir, parent / f".{self.git_dir.name}.broken-{os.getpid()}-{time.time_ns()}")
+            building = ShadowRepo(Path(tempfile.mkdtemp(dir=parent, prefix=f".{self.git_dir.name}.new-")),
+                                  self.work_tree, self.max_bytes)
         except OSError as exc:
             raise CheckpointError(f"cannot create {self.git_dir}: {exc.strerror or exc}") from None
+        building.build(self.git_dir)
+        try:
+            os.rename(building.git_dir, self.git_dir)
+        except OSError as exc:
+            raise CheckpointError(f"cannot create {self.git_dir}: {exc.strerror or exc}") from None
+
+    def build(self, final: Path) -> None:
+        """Make a new shadow repository here (no template, so no sample hooks); `final` is where it will live."""
         self.git("init", "--quiet", "--template=")
         self.git("symbolic-ref", "HEAD", REF)
         for key, value in [("core.autocrlf", "false"), ("core.quotePath", "false"), ("core.untrackedCache", "true"), ("gc.auto", "0"),
@@ -95,9 +123,21 @@ class ShadowRepo:
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
         (info / "exclude").write_text(".git\n", encoding="utf-8")
-        home = Path(os.path.realpath(self.git_dir.parent.parent))  # $LOOP_HOME, when -C is a parent of it
+        self.attributes()
+        home = Path(os.path.realpath(final.parent.parent))  # $LOOP_HOME, when -C is a parent of it
         if home.is_relative_to(self.work_tree) and home != self.work_tree:
             self.exclude((str(home.relative_to(self.work_tree)) + "/",))
+
+    def attributes(self) -> None:
+        """Snapshots hold the bytes as they are: the user's `.gitattributes` (text=auto, filters) must not
+        turn CRLF into LF on the way back. info/attributes wins over every file in the workspace."""
+        path = self.git_dir / "info" / "attributes"
+        try:
+            if not path.is_file() or path.read_text(encoding="utf-8") != RAW_BYTES:
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(RAW_BYTES, encoding="utf-8")
+        except OSError as exc:
+            raise CheckpointError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def head(self) -> str | None:
         """The newest checkpoint commit, or None before the first one."""
@@ -139,6 +179,9 @@ class ShadowRepo:
         elif update:
             self.git("update-index", "--add", "--replace", "-z", "--stdin", stdin=nul_join(update))
         tree = self.git("write-tree")
+        if empty := self.find_empty_dirs():  # git holds no directories: remembered beside the tree
+            self.side_file("loop-dirs", tree).parent.mkdir(exist_ok=True)
+            self.side_file("loop-dirs", tree).write_bytes(nul_join(empty))
         if too_big:  # remembered, so that a restore of this tree does not take them for added files
             self.left_out_file(tree).parent.mkdir(exist_ok=True)
             self.left_out_file(tree).write_bytes(nul_join(too_big))
@@ -180,7 +223,28 @@ class ShadowRepo:
         return seen[rel]
 
     def left_out_file(self, tree: str) -> Path:
-        return self.git_dir / "loop-left-out" / tree
+        return self.side_file("loop-left-out", tree)
+
+    def side_file(self, kind: str, tree: str) -> Path:
+        return self.git_dir / kind / tree
+
+    def find_empty_dirs(self) -> list[str]:
+        """Empty directories of the workspace (not ignored), as paths without a trailing slash."""
+        out = self.git("ls-files", "-z", "--others", "--directory", "--exclude-standard", strip=False)
+        found = []
+        for p in out.split("\0"):
+            full = self.work_tree / p
+            if p.endswith("/") and not full.is_symlink() and full.is_dir() and not any(full.iterdir()):
+                found.append(p.rstrip("/"))
+        return found
+
+    def empty_dirs(self, tree: str) -> set[str]:
+        """The empty directories the workspace had when `tree` was staged."""
+        try:
+            data = self.side_file("loop-dirs", tree).read_bytes()
+        except OSError:
+            return set()
+        return {os.fsdecode(p) for p in data.split(b"\0") if p}
 
     def left_out(self, tree: str) -> set[str]:
         """Paths that existed but were too big when `tree` was staged."""
@@ -209,45 +273,10 @@ class ShadowRepo:
         return self.git("rev-parse", f"{commit}^{{tree}}")
 
     def restore(self, target: str, current: str) -> None:
-        """Make the workspace match commit `target`, given that it now matches tree `current`.
+        """Make the workspace match commit `target`, given that it now matches tree `current` (restore.py)."""
+        from loopagent.checkpoint.restore import restore
 
-        Files added since are deleted, changed or deleted files are written back; files the
-        snapshots never held (ignored, too big, nested repositories) are not touched. Checked afterwards.
-        """
-        target_tree = self.tree_of(target)
-        keep = self.left_out(target_tree)
-        out = self.git("diff-tree", "-r", "-z", "--no-renames", "--name-status", current, target_tree, strip=False)
-        fields = [f for f in out.split("\0") if f]
-        changes = list(zip(fields[::2], fields[1::2], strict=False))
-        for status, path in changes:
-            if status == "D" and path not in keep:
-                self.delete(path)
-        write = [path for status, path in changes if status != "D"]
-        if write:
-            self.git("checkout", target, "--pathspec-from-file=-", "--pathspec-file-nul", stdin=nul_join(write))
-        after = self.stage().tree
-        out = self.git("diff-tree", "-r", "-z", "--name-only", after, target_tree, strip=False)
-        differ = [p for p in out.split("\0") if p and p not in keep]
-        if differ:
-            raise CheckpointError(f"the restore is incomplete; these paths still differ: {', '.join(differ[:5])}")
-
-    def delete(self, path: str) -> None:
-        """Remove a file that a checkpoint does not have, then its directories if they became empty."""
-        parts = Path(path).parts
-        if ".git" in parts or ".." in parts or Path(path).is_absolute():
-            raise CheckpointError(f"refusing to delete {path!r}")
-        full = self.work_tree / path
-        real_parent = os.path.realpath(full.parent)
-        if real_parent != str(self.work_tree) and not real_parent.startswith(str(self.work_tree) + os.sep):
-            raise CheckpointError(f"refusing to delete {path!r}: its directory leads outside the workspace")
-        try:
-            full.unlink(missing_ok=True)
-        except OSError as exc:
-            raise CheckpointError(f"cannot delete {path}: {exc.strerror or exc}") from None
-        parent = full.parent
-        while parent != self.work_tree and parent.is_dir() and not any(parent.iterdir()):
-            parent.rmdir()
-            parent = parent.parent
+        restore(self, target, current)
 
 
 def nul_join(paths: list[str]) -> bytes:

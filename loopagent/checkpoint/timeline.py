@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from loopagent.checkpoint.lock import LOCK_WAIT, RepoLock
 from loopagent.checkpoint.shadow import REF, CheckpointError, ShadowRepo, Staged
 from loopagent.session.catalog import workspace_key
 
@@ -34,6 +35,7 @@ class Checkpoint:
     kind: str = "tool"
     session: str = ""
     index: int | None = None
+    finished: str = ""  # set when this finished a restore ("undo", "redo", "rewind") that a kill cut off
 
     @property
     def short(self) -> str:
@@ -54,21 +56,27 @@ def checkpoints_dir(home: Path, workspace: Path) -> Path:
 
 
 class Timeline:
-    def __init__(self, repo: ShadowRepo):
+    def __init__(self, repo: ShadowRepo, lock_wait: float = LOCK_WAIT):
         self.repo = repo
         self.stack_file = repo.git_dir / "loop-undo.json"
         self.journal_file = repo.git_dir / "loop-journal.jsonl"
+        self.restoring_file = repo.git_dir / "loop-restoring.json"  # a restore begun and not yet finished
+        self.lock = RepoLock(repo.git_dir, lock_wait)  # one process at a time in the shadow repository
 
     @classmethod
-    def open(cls, home: Path, workspace: Path, max_bytes: int = 5_000_000) -> Timeline:
+    def open(cls, home: Path, workspace: Path, max_bytes: int = 5_000_000, lock_wait: float = LOCK_WAIT) -> Timeline:
         """The timeline of a workspace (its shadow repository is created on the first checkpoint)."""
-        return cls(ShadowRepo(checkpoints_dir(home, workspace), workspace, max_bytes))
+        return cls(ShadowRepo(checkpoints_dir(home, workspace), workspace, max_bytes), lock_wait)
 
     # ---- taking checkpoints ----------------------------------------------------------------
 
     def checkpoint(self, label: str, session: str = "", index: int | None = None) -> Snapshot:
         """Snapshot the workspace before a change, unless it equals the newest checkpoint."""
-        self.repo.init()
+        with self.lock:
+            self.repo.init()
+            return self.snapshot(label, session, index)
+
+    def snapshot(self, label: str, session: str, index: int | None) -> Snapshot:
         staged = self.repo.stage()
         head = self.repo.head()
         commit = None
@@ -113,7 +121,8 @@ class Timeline:
         start = next((e["commit"] for e in self.entries() if e["session"] == session and e["commit"]), None)
         if start is None:
             return ""
-        tree = self.repo.stage().tree
+        with self.lock:
+            tree = self.repo.stage().tree
         return self.repo.git("diff", "--no-color", "--no-ext-diff", start, tree)
 
     def entries(self) -> list[dict]:
@@ -131,33 +140,49 @@ class Timeline:
         return out
 
     # ---- moving back and forth ---------------------------------------------------------------
+    # A restore is journalled (`loop-restoring.json`) before it starts and the journal removed when it
+    # is done: a restore cut off by a kill is finished by the next undo or redo, never taken for a new
+    # starting point (an undo again would otherwise go one checkpoint further back).
 
     def undo(self) -> Checkpoint:
         """Restore the newest checkpoint that differs from now; repeated, step one further back each time."""
         if not self.repo.exists:
             raise NothingToDo("no checkpoints for this workspace yet")
-        stack, history = self.read_stack(), self.list()
-        position = next((i for i, c in enumerate(history) if stack and c.commit == stack[-1]["restored"]), -1)
-        staged = self.repo.stage()
-        for candidate in history[position + 1:]:
-            if candidate.kind == "tool" and self.repo.tree_of(candidate.commit) != staged.tree:
-                self.move_to(candidate, staged, "undo")
-                return candidate
+        with self.lock:
+            self.repo.init()
+            finished = self.finish()
+            if finished is not None and finished[0] != "redo":
+                return finished[1]
+            stack, history = self.read_stack(), self.list()
+            position = next((i for i, c in enumerate(history) if stack and c.commit == stack[-1]["restored"]), -1)
+            staged = self.repo.stage()
+            for candidate in history[position + 1:]:
+                if candidate.kind == "tool" and self.repo.tree_of(candidate.commit) != staged.tree:
+                    self.move_to(candidate, staged, "undo")
+                    return candidate
         raise NothingToDo("nothing to undo: the workspace is at its oldest checkpoint" if history
                           else "no checkpoints for this workspace yet")
 
     def redo(self) -> Checkpoint:
         """Reverse the last undo (or rewind): back to the state saved right before it."""
-        stack = self.read_stack() if self.repo.exists else []
-        if not stack:
+        if not self.repo.exists:
             raise NothingToDo("nothing to redo")
-        entry = stack[-1]
-        staged = self.repo.stage()
-        if staged.tree != self.repo.tree_of(entry["restored"]):  # changed since the undo: keep that too
-            self.save(staged, "before redo", "redo")
-        self.repo.restore(entry["saved"], staged.tree)
-        self.write_stack(stack[:-1])
-        return next((c for c in self.list() if c.commit == entry["saved"]), Checkpoint(entry["saved"], 0, ""))
+        with self.lock:
+            self.repo.init()
+            finished = self.finish()
+            if finished is not None and finished[0] == "redo":
+                return finished[1]
+            stack = self.read_stack()
+            if not stack:
+                raise NothingToDo("nothing to redo")
+            entry = stack[-1]
+            staged = self.repo.stage()
+            if staged.tree != self.repo.tree_of(entry["restored"]):  # changed since the undo: keep that too
+                self.save(staged, "before redo", "redo")
+            self.restoring("redo", entry["saved"], staged.tree)
+            self.write_stack(stack[:-1])
+            self.restoring_file.unlink(missing_ok=True)
+            return self.found(entry["saved"])
 
     def rewind(self, session: str, index: int) -> Checkpoint | None:
         """Restore the files as they were when the session had `index` messages; None if unchanged since."""
@@ -168,9 +193,12 @@ class Timeline:
         target = next((c for c in self.list() if c.commit == entry["commit"]), None)
         if target is None:
             raise CheckpointError(f"checkpoint {entry['commit'][:8]} is missing from the shadow repository")
-        staged = self.repo.stage()
-        if self.repo.tree_of(target.commit) != staged.tree:
-            self.move_to(target, staged, "rewind")
+        with self.lock:
+            self.repo.init()
+            self.finish()
+            staged = self.repo.stage()
+            if self.repo.tree_of(target.commit) != staged.tree:
+                self.move_to(target, staged, "rewind")
         return target
 
     def move_to(self, target: Checkpoint, staged: Staged, kind: str) -> None:
@@ -179,10 +207,43 @@ class Timeline:
         # Pushed before restoring: if the restore fails half-way, `redo` still returns to the saved state.
         self.write_stack([*self.read_stack(), {"saved": saved, "restored": target.commit}])
         try:
-            self.repo.restore(target.commit, staged.tree)
+            self.restoring(kind, target.commit, staged.tree)
         except CheckpointError as exc:
             raise CheckpointError(f"{exc}; the state before the {kind} is saved as {saved[:8]}: "
                                   "`loop redo` returns to it") from None
+        self.restoring_file.unlink(missing_ok=True)
+
+    def restoring(self, kind: str, target: str, current: str) -> None:
+        """Journal the restore, then do it. A failure it reports removes the journal (the message says what
+        to do); only a kill leaves it, for `finish`. The caller removes it once its own bookkeeping is done."""
+        tmp = self.restoring_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"kind": kind, "target": target}), encoding="utf-8")
+        os.replace(tmp, self.restoring_file)
+        try:
+            self.repo.restore(target, current)
+        except CheckpointError:
+            self.restoring_file.unlink(missing_ok=True)
+            raise
+
+    def finish(self) -> tuple[str, Checkpoint] | None:
+        """Complete a restore that a kill cut off: (its kind, its target), or None when there is none."""
+        try:
+            entry = json.loads(self.restoring_file.read_text(encoding="utf-8"))
+            kind, target = entry["kind"], entry["target"]
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            self.restoring_file.unlink(missing_ok=True)
+            return None
+        self.restoring(kind, target, self.repo.stage().tree)
+        stack = self.read_stack()
+        if kind == "redo" and stack and stack[-1]["saved"] == target:  # killed before the stack was popped
+            self.write_stack(stack[:-1])
+        self.restoring_file.unlink(missing_ok=True)
+        return kind, replace(self.found(target), finished=kind)
+
+    def found(self, commit: str) -> Checkpoint:
+        return next((c for c in self.list() if c.commit == commit), Checkpoint(commit, 0, ""))
 
     def read_stack(self) -> list[dict]:
         try:

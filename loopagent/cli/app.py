@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,9 +11,33 @@ import typer
 from loopagent.cli import config_cmd, state_cmd
 
 app = typer.Typer(
-    name="loop", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    name="loop", no_args_is_help=True, pretty_exceptions_enable=False,
+    # plain click help: it wraps at 80 columns without cutting option names, and needs no rich at start-up
+    rich_markup_mode=None,
     help="A coding agent for any OpenAI-compatible chat-completions server.",
 )
+
+# Settings' defaults as the help shows them; tests/test_cli_help.py holds them to loopagent.config.
+DEFAULTS = {
+    "base_url": "http://127.0.0.1:8080/v1", "model": "default", "approval": "edits", "max_steps": 30,
+    "ctx_size": "auto", "sandbox": "workspace-write", "provider": "openai",
+}
+
+EPILOG = """\b
+Examples:
+  loop agent "make the failing test pass"
+  loop agent --json -C ~/src/app --approval all "add type hints" > run.jsonl
+  echo "explain main.py" | loop agent
+
+\b
+Exit codes:
+  0    the model finished with a final answer (not proof the task is done)
+  1    error outside the model's control: server, stream, session file
+  2    invalid command-line input
+  3    a limit stopped the run: steps, tokens, repeated identical calls
+  4    a call needed approval in headless mode and was denied
+  130  interrupted by Ctrl+C (143 SIGTERM, 129 SIGHUP)
+"""
 
 
 def show_version(value: bool) -> None:
@@ -27,22 +50,10 @@ def show_version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=show_version,
+    version: Annotated[bool, typer.Option("-V", "--version", is_eager=True, callback=show_version,
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """A coding agent for any OpenAI-compatible chat-completions server."""
-
-
-class Approval(StrEnum):
-    ask = "ask"
-    edits = "edits"
-    all = "all"
-
-
-class SandboxMode(StrEnum):
-    workspace_write = "workspace-write"
-    read_only = "read-only"
-    off = "off"
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -51,63 +62,168 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-Workspace = Annotated[Path, typer.Option("-C", "--workspace", help="Workspace root; file tools are confined to it.")]
+def refuse(message: str, json_out: bool) -> typer.Exit:
+    """A run that never started: one line on stderr, exit 2; under --json its `result` line too (DESIGN)."""
+    from loopagent.render.safe import printable
+
+    if json_out:
+        from loopagent.events import RunEnd
+        from loopagent.messages import Usage
+        from loopagent.render.jsonl import JsonPrinter
+
+        JsonPrinter(sys.stdout)(RunEnd("error", 0, Usage(), message))
+    return fail(printable(message))
 
 
-@app.command()
+def default(name: str) -> str:
+    return f"[default: {DEFAULTS[name]}]"
+
+
+Workspace = Annotated[Path | None, typer.Option(
+    "-C", "--workspace", metavar="DIR", show_default=False,
+    help="Workspace root; file tools are confined to it. [default: the git repository around the "
+         "current directory, else the current directory]")]
+
+
+# described in the docstring: typer would show its type as <list[str]>
+Task = Annotated[list[str] | None, typer.Argument(metavar="TASK", show_default=False, hidden=True)]
+TokensTotal = Annotated[int | None, typer.Option(
+    "--max-tokens-total", metavar="TOKENS",
+    help="Token budget of the run (prompt + completion), checked before each request. [default: none]")]
+Checkpoints = Annotated[bool | None, typer.Option(
+    "--checkpoints/--no-checkpoints", show_default=False, help="Snapshot the workspace before changes. [default: on]")]
+Sandbox = Annotated[str | None, typer.Option(
+    "--sandbox", metavar="MODE",
+    help=f"Where shell commands may write: workspace-write, read-only or off. {default('sandbox')}")]
+
+
+@app.command(epilog=EPILOG, short_help="Run a task, or start the interactive REPL.")
 def agent(
-    task: Annotated[list[str] | None, typer.Argument(help="The task. Without it, start the interactive REPL.")] = None,
-    workspace: Workspace = Path("."),
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint.")] = None,
-    model: Annotated[str | None, typer.Option("-m", "--model", help="Model name sent to the server.")] = None,
-    api_key: Annotated[str | None, typer.Option("--api-key", help="Else LOOP_API_KEY, else OPENAI_API_KEY.")] = None,
-    approval: Annotated[Approval | None, typer.Option("--approval", case_sensitive=False,
-                                                      help="ask | edits | all (default edits).")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1, help="Model requests before the run stops.")] = None,
-    ctx_size: Annotated[int | None, typer.Option("--ctx-size", min=256, help="Context window in tokens.")] = None,
-    max_tokens_total: Annotated[int | None, typer.Option(
-        "--max-tokens-total", min=1, help="Token budget of the run (prompt + completion); checked before each request.")] = None,
+    task: Task = None,
+    workspace: Workspace = None,
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", metavar="URL", help=f"OpenAI-compatible endpoint. {default('base_url')}")] = None,
+    model: Annotated[str | None, typer.Option(
+        "-m", "--model", metavar="NAME", help=f"Model name sent to the server. {default('model')}")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", metavar="KEY", help="API key; else LOOP_API_KEY, else OPENAI_API_KEY. Never printed.")] = None,
+    approval: Annotated[str | None, typer.Option(
+        "--approval", metavar="MODE", help=f"What runs without asking: ask, edits or all. {default('approval')}")] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", metavar="N", help=f"Model requests before the run stops. {default('max_steps')}")] = None,
+    ctx_size: Annotated[str | None, typer.Option(
+        "--ctx-size", metavar="auto|TOKENS",
+        help=f"Context window the history must fit in; auto asks the server, else 16384. {default('ctx_size')}",
+    )] = None,
+    max_tokens_total: TokensTotal = None,
     json_out: Annotated[bool, typer.Option("--json", help="Headless: JSON lines on stdout, never asks.")] = False,
-    resume: Annotated[str | None, typer.Option("--resume", help='Continue a session: "last", an id, or a path.')] = None,
-    checkpoints: Annotated[bool | None, typer.Option("--checkpoints/--no-checkpoints",
-                                                     help="Snapshot the workspace before changes.")] = None,
-    replay: Annotated[Path | None, typer.Option("--replay", help="Take model turns from a recorded file.")] = None,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", metavar="SESSION", help='Continue a saved session: "last", an id, or a path.')] = None,
+    checkpoints: Checkpoints = None,
+    replay: Annotated[Path | None, typer.Option(
+        "--replay", metavar="FILE", help="Take model turns from a recorded file instead of a server.")] = None,
     show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
-    sandbox: Annotated[SandboxMode | None, typer.Option(
-        "--sandbox", case_sensitive=False, help="workspace-write (default) | read-only | off: where shell commands may write.")] = None,
+    sandbox: Sandbox = None,
     network: Annotated[bool, typer.Option("--network", help="Let sandboxed shell commands use the network.")] = False,
+    provider: Annotated[str | None, typer.Option(
+        "--provider", metavar="NAME",
+        help=f"openai (any chat-completions server) or ollama (native /api/chat). {default('provider')}")] = None,
 ) -> None:
-    """Run a task in a workspace; without TASK start the interactive REPL."""
+    """Run TASK in a workspace; without one, start the interactive REPL.
+
+    TASK is the rest of the command line, or what is piped on stdin (then the run is headless:
+    a call that needs approval is denied).
+    """
+    from loopagent.cli.preflight import piped_task
     from loopagent.cli.run import RunOptions, UsageError, run_agent
+    from loopagent.cli.workspace import find_workspace
 
     flags = {
         "base_url": base_url, "model": model, "api_key": api_key,
-        "approval": approval.value if approval else None, "max_steps": max_steps,
-        "ctx_size": ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
-        "sandbox": sandbox.value if sandbox else None, "sandbox_network": True if network else None,
+        "approval": approval.lower() if approval else None, "max_steps": max_steps,
+        "ctx_size": int(ctx_size) if ctx_size and ctx_size.isdigit() else ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
+        "sandbox": sandbox.lower() if sandbox else None, "sandbox_network": True if network else None,
+        "provider": provider.lower() if provider else None,
     }
+    root, why = find_workspace(workspace, Path.cwd())
+    text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))
     opts = RunOptions(
-        task=" ".join(task) if task else None, workspace=workspace,
-        flags={k: v for k, v in flags.items() if v is not None},
+        task=text, workspace=root, flags={k: v for k, v in flags.items() if v is not None},
         json=json_out, resume=resume, replay=replay, show_thinking=show_thinking,
     )
+    if why:
+        typer.echo(f"loop: {why}", err=True)
     try:
         code = run_agent(opts)
     except UsageError as exc:
-        raise fail(str(exc)) from None
+        raise refuse(str(exc), json_out) from None
     raise typer.Exit(code)
 
 
 @app.command()
 def demo() -> None:
-    """Replay the recorded repair of the bundled sample on a temporary copy (no server, no key)."""
+    """Replay a recorded repair of a sample (no server, no key).
+
+    The bundled sample repository is copied to a temporary directory and its recorded model turns
+    run with the real tools.
+    """
     from loopagent.demo.run import run_demo
 
     raise typer.Exit(run_demo())
 
 
+@app.command()
+def doctor(
+    base_url: Annotated[str | None, typer.Option(
+        "--base-url", metavar="URL", help=f"OpenAI-compatible endpoint. {default('base_url')}")] = None,
+    model: Annotated[str | None, typer.Option(
+        "-m", "--model", metavar="NAME", help=f"Model name sent to the server. {default('model')}")] = None,
+    provider: Annotated[str | None, typer.Option(
+        "--provider", metavar="NAME", help="openai (any chat-completions server) or ollama. [default: openai]")] = None,
+    api_key: Annotated[str | None, typer.Option(
+        "--api-key", metavar="KEY", help="API key; else LOOP_API_KEY, else OPENAI_API_KEY. Never printed.")] = None,
+    workspace: Workspace = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object on stdout instead of the table.")] = False,
+) -> None:
+    """Probe a model server: can loop work with it, and with which settings.
+
+    At most three short chat requests (streamed text, a streamed and an unstreamed tool call) plus
+    the model list and the context size; exit 0 when loop can work with the server, 1 when not.
+    """
+    from loopagent.cli.config_cmd import root_of
+    from loopagent.cli.doctor import run_doctor
+
+    flags = {"base_url": base_url, "model": model, "api_key": api_key, "provider": provider}
+    raise typer.Exit(run_doctor({k: v for k, v in flags.items() if v is not None}, root_of(workspace), json_out))
+
+
 state_cmd.register(app)  # sessions, checkpoints, undo, redo
 config_cmd.register(app)  # config, policy check
+
+
+def explain(exc: typer.TyperException) -> int:
+    """Typer's parse error as one line on stderr (a bare `loop`: the help, once); returns the exit code."""
+    message = exc.format_message()
+    if type(exc).__name__ == "NoArgsIsHelpError":  # its message is the help text
+        typer.echo(message)
+        return 0
+    param = getattr(exc, "param", None)
+    errors = getattr(exc.__cause__, "errors", None)
+    if param is not None and callable(errors):  # a value typer checked with pydantic: say what is allowed
+        from loopagent.errors import invalid_value
+
+        message = invalid_value(max(param.opts, key=len), errors()[0])
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    refuse(message + hint, json_requested(sys.argv[1:]))  # printable: the value may come from a script
+    return getattr(exc, "exit_code", 2)
+
+
+def json_requested(argv: list[str]) -> bool:
+    """Whether argv asks `loop agent` for --json: then even a flag typer refused ends with a `result` line."""
+    words = argv[: argv.index("--")] if "--" in argv else argv
+    commands = [w for w in words if not w.startswith("-")]
+    return bool(commands) and commands[0] == "agent" and "--json" in words
 
 
 def main() -> None:
@@ -118,17 +234,7 @@ def main() -> None:
     try:
         code = app(prog_name="loop", standalone_mode=False)
     except typer.TyperException as exc:  # typer's own click: UsageError, BadParameter, NoSuchOption...
-        ctx = getattr(exc, "ctx", None)
-        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            typer.echo(ctx.get_help())
-            code = 0
-        else:
-            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            # a bad value is echoed back: escape it, it may have come from a script or a file
-            from loopagent.render.safe import printable
-
-            typer.echo(f"loop: {printable(exc.format_message())}{hint}", err=True)
-            code = getattr(exc, "exit_code", 2)
+        code = explain(exc)
     except (KeyboardInterrupt, typer.Abort):
         code = 130
     except BaseException as exc:  # SIGTERM/SIGHUP outside a turn (cli/interrupts.py): 143 / 129, no traceback

@@ -37,7 +37,7 @@ class PromptApprover:
     def __init__(self, read: IO[str] | None = None, out: IO[str] | None = None,
                  show: Callable[[ToolCall, str, str, str, str], None] | None = None, sandbox: str = ""):
         self.read = read or sys.stdin
-        self.out = out or sys.stderr
+        self.out = out or terminal()
         # The terminal renderer draws the command or diff: (call, subject, preview, reason, sandbox).
         self.show = show
         self.sandbox = sandbox
@@ -79,6 +79,24 @@ class PromptApprover:
             if fd not in ready:
                 return None
         return None if cancel is not None and cancel.is_set() else self.read.readline()
+
+
+def terminal() -> IO[str]:
+    """Where a question is asked: stderr when it is a terminal, else the controlling terminal (stdin
+    is one, or no approver would exist), so that a redirected stream never swallows the question."""
+    if _is_tty(sys.stderr):
+        return sys.stderr
+    try:
+        return open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115 - kept for the whole run
+    except OSError:
+        return sys.stderr
+
+
+def _is_tty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def plain_question(call: ToolCall, subject: str, preview: str, reason: str, sandbox: str = "") -> str:

@@ -89,8 +89,9 @@ def configure(opts: RunOptions, host: Host) -> Config:
         raise UsageError(str(exc)) from None
 
 
-def make_client(settings: Settings, replay: Path | None, host: Host | None = None):
-    """The model client: a recording to replay, or an OpenAI-compatible server over `host`'s transport."""
+def make_client(settings: Settings, replay: Path | None, host: Host | None = None, ctx_size: int | None = None):
+    """The model client: a recording to replay, or a server (OpenAI-compatible, or Ollama's own API) over
+    `host`'s transport. `ctx_size` is the context size in force (default: the setting when it is a number)."""
     if replay is not None:
         from loopagent.client.replay import ReplayClient
 
@@ -101,11 +102,24 @@ def make_client(settings: Settings, replay: Path | None, host: Host | None = Non
     from loopagent.client.openai import OpenAIClient
 
     extra = {"transport": host.transport, "clock": host.clock} if host is not None else {}
-    return OpenAIClient(
+    if host is not None:  # what was learned about servers lives in $LOOP_HOME/servers.json
+        from loopagent.servers import ServerBook
+
+        extra["servers"] = ServerBook(host.home)
+    extra.update(stream_tools=settings.stream_tools, recover_text_calls=settings.recover_text_calls,
+                 temperature=settings.temperature, top_p=settings.top_p)
+    client = OpenAIClient
+    if settings.provider == "ollama":  # its own API: the only way to set the context size (num_ctx)
+        from loopagent.client.ollama import OllamaClient
+
+        size = ctx_size if ctx_size is not None else settings.ctx_size
+        client, extra["ctx_size"] = OllamaClient, size if isinstance(size, int) else None
+    return client(
         base_url=settings.base_url, model=settings.model,
         api_key=settings.api_key.get_secret_value() if settings.api_key else None,
         max_tokens=settings.max_tokens, retries=settings.retries,
-        connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout, **extra,
+        connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
+        first_token_timeout=settings.first_token_timeout, **extra,
     )
 
 
@@ -124,7 +138,16 @@ def output(opts: RunOptions, host: Host) -> tuple[Any, Any]:
         return JsonPrinter(host.out), None
     from loopagent.render.terminal import TerminalRenderer
 
-    return None, TerminalRenderer(host.out, show_thinking=opts.show_thinking)
+    return None, TerminalRenderer(host.out, show_thinking=opts.show_thinking, env=host.env)
+
+
+def approver_for(renderer, sandbox, host: Host):
+    """The terminal's approver. With stdout redirected the renderer writes to a file: the question and
+    its context go to the terminal instead."""
+    from loopagent.cli.approve import PromptApprover
+
+    return PromptApprover(show=renderer.show_approval if host.stdout_tty else None,
+                          sandbox=sandbox.executor.describe())
 
 
 def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
@@ -133,10 +156,12 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
     `host.err`, once, before anything runs.
     """
+    from loopagent.cli import discovery
     from loopagent.context import ContextWindow
     from loopagent.loop import Agent, Limits
     from loopagent.policy import Policy
     from loopagent.policy.rules import check_rules
+    from loopagent.prices import pricer
     from loopagent.prompt import system_prompt
     from loopagent.sandbox import open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
@@ -164,11 +189,8 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
     headless = opts.json or not host.stdin_tty
     printer, renderer = output(opts, host)
-    approver = None
-    if not headless:
-        from loopagent.cli.approve import PromptApprover
-
-        approver = PromptApprover(show=renderer.show_approval, sandbox=sandbox.executor.describe())
+    approver = None if headless else approver_for(renderer, sandbox, host)
+    settings = discovery.apply(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     env, redactor = scrub_secrets(settings, environ)
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
@@ -179,7 +201,8 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
         limits=Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
                       max_nudges=2 if headless else 0),
         context=ContextWindow(settings.ctx_size, settings.max_tokens),
+        price=pricer(settings.prices, settings.model),
     )
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
-                           limit=settings.instructions_max_bytes)
+                           limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
     return Built(agent, config, interactive, printer, renderer, system)

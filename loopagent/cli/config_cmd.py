@@ -10,7 +10,9 @@ import typer
 
 from loopagent.render.safe import printable
 
-Workspace = Annotated[Path, typer.Option("-C", "--workspace", help="Workspace root.")]
+Workspace = Annotated[Path | None, typer.Option(
+    "-C", "--workspace", metavar="DIR", show_default=False,
+    help="Workspace root. [default: the git repository around the current directory, else it]")]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -21,6 +23,16 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 def say(text: str) -> None:
     """Echo text that may hold a repository's or a server's strings, made safe for the terminal."""
     typer.echo(printable(text))
+
+
+def root_of(workspace: Path | None) -> Path:
+    """The workspace `-C` names, else the repository around the cwd (said on stderr when not the cwd)."""
+    from loopagent.cli.workspace import find_workspace
+
+    root, why = find_workspace(workspace, Path.cwd())
+    if why:
+        typer.echo(f"loop: {printable(why)}", err=True)
+    return root
 
 
 def load(workspace: Path, flags: dict):
@@ -67,10 +79,11 @@ def sandbox_line(sandbox) -> str:
     return sandbox.executor.describe() + (" (sandbox off)" if sandbox.state == "off" else "")
 
 
-def config(workspace: Workspace = Path(".")) -> None:
+def config(workspace: Workspace = None) -> None:
     """Print every effective setting with its source; the API key is masked."""
     from loopagent.config import describe
 
+    workspace = root_of(workspace)
     cfg = load(workspace, {})
     check_known(cfg)
     rows = describe(cfg)
@@ -84,17 +97,33 @@ def config(workspace: Workspace = Path(".")) -> None:
 policy_app = typer.Typer(help="Test the permission policy.", no_args_is_help=True)
 
 
-@policy_app.command("check")
+@policy_app.command("check", epilog="""\b
+Exit codes:
+  0  allow
+  3  ask (a headless run denies it)
+  4  deny
+  2  a bad flag or configuration
+
+\b
+Example:
+  loop policy check "pytest -q && git push -f" || echo "not without asking"
+""")
 def check(
-    command: Annotated[str, typer.Argument(help="The shell command to judge, quoted as one argument.")],
-    workspace: Workspace = Path("."),
-    approval: Annotated[str | None, typer.Option("--approval", help="ask | edits | all (default: configured).")] = None,
+    command: Annotated[str, typer.Argument(
+        metavar="COMMAND", help="The shell command to judge, quoted as one argument.")],
+    workspace: Workspace = None,
+    approval: Annotated[str | None, typer.Option(
+        "--approval", metavar="MODE", help="ask, edits or all. [default: as configured]")] = None,
     sandbox_mode: Annotated[str | None, typer.Option(
-        "--sandbox", help="workspace-write | read-only | off (default: configured).")] = None,
+        "--sandbox", metavar="MODE", help="workspace-write, read-only or off. [default: as configured]")] = None,
 ) -> None:
-    """Print the decision for a shell command and the rule that made it; exit 0 allow, 3 ask, 4 deny."""
+    """Print the decision for a shell command and the rule that made it.
+
+    Exit 0 allow, 3 ask, 4 deny, so scripts can branch on it (2: a bad flag or config).
+    """
     from loopagent.policy import MODES, Policy
 
+    workspace = root_of(workspace)
     if approval is not None and approval.lower() not in MODES:
         raise fail(f"--approval must be one of {', '.join(MODES)}, not {approval!r}")
     from loopagent.sandbox import MODES as SANDBOX_MODES
@@ -123,5 +152,5 @@ CHECK_EXIT = {"allow": 0, "ask": 3, "deny": 4}
 
 def register(app: typer.Typer) -> None:
     """Add `config` and `policy check` to the `loop` app."""
-    app.command()(config)
+    app.command(short_help="Print every effective setting with its source.")(config)
     app.add_typer(policy_app, name="policy")

@@ -73,7 +73,7 @@ class Recording:
     def services(self) -> dict[str, Any]:
         """What the interactive REPL's slash commands use."""
         out: dict[str, Any] = {
-            "sessions": lambda: [describe_session(s) for s in listing(self.home or loop_home(), self.workspace)],
+            "sessions": lambda: describe_sessions(listing(self.home or loop_home(), self.workspace)),
             "fork_session": lambda repl: self.fork(repl.history),
         }
         if self.checkpoints is not None:
@@ -85,6 +85,8 @@ def ctx_source(label: str) -> str:
     """Where --ctx-size came from, as the `session` event names it: flag, config, server or default."""
     if label in ("default", "server", "flag", "config"):
         return label
+    if label.startswith(("server (", "default (")):  # asked of the server (cli/discovery.py)
+        return label.split(" ", 1)[0]
     return "flag" if label == "command line" else "config"  # a config file or a LOOP_* variable
 
 
@@ -99,6 +101,7 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     from loopagent.render.notes import StderrNotes
 
     home = home or loop_home()
+    writable(home, workspace, settings.checkpoints)
     notes = StderrNotes()
     agent.listeners.append(notes)
     try:
@@ -106,11 +109,15 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     except SessionError:
         agent.listeners.remove(notes)
         raise
+    from loopagent.cli.discovery import notes as window_notes
+
+    for text in window_notes(settings, source):  # after the session line: the feed opens with the session
+        agent.emit(Notice("note", text))
     agent.health = rec.writer.health
     if settings.checkpoints:
         from loopagent.checkpoint import Recorder, Timeline
 
-        timeline = Timeline.open(home, workspace, settings.checkpoint_max_bytes)
+        timeline = Timeline.open(home, workspace, settings.checkpoint_max_bytes, settings.checkpoint_lock_wait)
         rec.checkpoints = Recorder(timeline, rec.id, len(rec.history), emit=agent.emit)
         agent.listeners.append(rec.checkpoints)
         agent.before_change = rec.checkpoints.before_change
@@ -121,6 +128,16 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     return rec
 
 
+def writable(home: Path, workspace: Path, checkpoints: bool) -> None:
+    """Refuse a run whose session (or checkpoint) directory cannot be written, before anything is asked."""
+    from loopagent.session.catalog import sessions_dir, unwritable
+
+    if why := unwritable(sessions_dir(home, workspace)):
+        raise SessionError(why)
+    if checkpoints and (why := unwritable(home / "checkpoints")):
+        raise SessionError(f"{why} (checkpoints; --no-checkpoints runs without them)")
+
+
 def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: str | None, resume: str | None,
            interactive: bool, source: str) -> Recording:
     """The new or resumed session, its start announced; raises SessionError when it cannot be written."""
@@ -129,10 +146,13 @@ def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: 
     else:
         path = new_path(home, workspace, task or "")
         writer = SessionWriter.create(path)
+        writer.discard_unanswered = not interactive  # a one-shot run refused before any answer leaves nothing
         agent.listeners.insert(0, writer)
         head = header(path.stem, workspace, settings.model, settings.base_url, task or "")
         agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
         rec = Recording(writer, [], task or "", workspace, settings)
+        if interactive:
+            agent.listeners.insert(1, Relabel(rec))
     rec.emit, rec.source, rec.home = agent.emit, source, home
     if rec.writer.health():
         agent.listeners.remove(rec.writer)
@@ -144,10 +164,18 @@ def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: 
 def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
             interactive: bool, source: str = "default") -> Recording:
     """Load a saved session, report and record its repairs, and append the new message to it."""
-    loaded = load(find(home, workspace, spec))
-    if not loaded.history:
-        raise SessionError(f"session {loaded.id} has no messages to continue")
-    writer = SessionWriter.reopen(loaded.path, loaded.valid_size)
+    from loopagent.session.lock import SessionLock
+
+    path = find(home, workspace, spec)
+    lock = SessionLock.take(path)  # before reading: a file another process still writes is not ours to repair
+    try:
+        loaded = load(path)
+        if not loaded.history:
+            raise SessionError(f"session {loaded.id} has no messages to continue")
+    except SessionError:
+        lock.release()
+        raise
+    writer = SessionWriter.reopen(loaded.path, loaded.valid_size, lock)
     agent.listeners.insert(0, writer)
     agent.emit(SessionStarted(writer.id, str(loaded.path), settings.ctx_size, source))
     recorded_in = loaded.header.get("workspace", "")
@@ -169,9 +197,37 @@ def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec:
     return Recording(writer, history, text, workspace, settings, loaded.compacted)
 
 
-def describe_session(s: Summary) -> str:
-    when = s.created[:19].replace("T", " ")
-    return f"{s.id}  {when}  {s.steps:>3} steps  {s.status:<20}  {s.task[:60]}"
+class Relabel:
+    """Listener: an interactive session starts as `<time>-session`; the first task typed names it."""
+
+    def __init__(self, rec: Recording):
+        self.rec = rec
+        self.done = False
+
+    def __call__(self, event: object) -> None:
+        if self.done or not isinstance(event, MessageAdded) or not isinstance(event.message, UserMessage):
+            return
+        self.done = True
+        from loopagent.session.catalog import label
+
+        stamp = self.rec.writer.id.split("-", 1)[0]
+        self.rec.writer.rename(f"{stamp}-{label(event.message.content)}")
+        if self.rec.checkpoints is not None:
+            self.rec.checkpoints.session = self.rec.id
+
+
+def describe_session(s: Summary, id_width: int = 0, status_width: int = 10) -> str:
+    """One line of a session listing; the widths line a column of them up."""
+    when = s.created[:19].replace("T", " ") or "?"
+    steps = f"{s.steps:>3} step{'' if s.steps == 1 else 's'}"
+    return f"{s.id:<{id_width}}  {when:<19}  {steps:<9}  {s.status:<{status_width}}  {s.task[:60]}".rstrip()
+
+
+def describe_sessions(found: list[Summary]) -> list[str]:
+    """The listing of `loop sessions` and /sessions: one line each, in aligned columns."""
+    id_width = max((len(s.id) for s in found), default=0)
+    status_width = max((len(s.status) for s in found), default=0)
+    return [describe_session(s, id_width, status_width) for s in found]
 
 
 def describe_checkpoint(c: Any) -> str:
@@ -201,7 +257,8 @@ class CheckpointCommands:
             c = self.timeline.undo()
         except NothingToDo as exc:
             return str(exc)
-        return f"undone: the files are as they were at {c.short} ({c.message})"
+        done = f"finished the interrupted {c.finished}" if c.finished else "undone"
+        return f"{done}: the files are as they were at {c.short} ({c.message})"
 
     def redo(self) -> str:
         from loopagent.checkpoint import NothingToDo
@@ -210,7 +267,8 @@ class CheckpointCommands:
             c = self.timeline.redo()
         except NothingToDo as exc:
             return str(exc)
-        return f"redone: the files are back to {c.short} ({c.message})"
+        done = "finished the interrupted redo" if c.finished else "redone"
+        return f"{done}: the files are back to {c.short} ({c.message})"
 
     def diff(self) -> str:
         return self.timeline.diff_since(self.rec.id)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopagent.cli.build import Built, Host, build_agent, configure, make_client, scrub_secrets
+from loopagent.cli.preflight import check_window
 from loopagent.errors import UsageError
 from loopagent.events import Listener, RunEnd
 from loopagent.messages import Usage
@@ -33,7 +34,14 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
     `host` is what the run takes from the process; the real one is read here, once, when none is given.
     """
     host = host or Host.current()
-    built = build_agent(configure(opts, host), opts, host, listeners)
+    ends: list[RunEnd] = []  # the run's end, for the hint after it
+
+    def keep_end(event) -> None:
+        if isinstance(event, RunEnd):
+            ends.append(event)
+
+    built = build_agent(configure(opts, host), opts, host, [*(listeners or []), keep_end])
+    check_window(built, opts.task)  # before the session file: a run that cannot start leaves nothing behind
     agent = built.agent
     from loopagent.session import SessionError
 
@@ -41,7 +49,21 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
         rec = open_session(built, opts, host)
     except SessionError as exc:
         return session_failed(agent, exc, host)
-    return drive(agent, rec, built.settings, built.renderer if built.interactive else None, host)
+    code = drive(agent, rec, built.settings, built.renderer if built.interactive else None, host)
+    if ends and not built.interactive:
+        report(ends[-1], built.settings, host)
+    return code
+
+
+def report(end: RunEnd, settings, host: Host) -> None:
+    """A run that failed on its server: the error and what to do about it on stderr (stdout may be a pipe)."""
+    from loopagent.cli.hints import hint_for
+
+    hint = hint_for(end, settings.api_key is not None)
+    if hint:
+        _, redactor = scrub_secrets(settings, host.environ)
+        print(f"loop: error: {printable(redactor.redact(end.message))}", file=host.err)
+        print(f"loop: hint: {hint}", file=host.err)
 
 
 def open_session(built: Built, opts: RunOptions, host: Host):

@@ -6,7 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from loopagent.messages import AssistantMessage, UserMessage
+from loopagent.cli.recap import NOTE
+from loopagent.cli.restore import files_note, restores, tell_model, undone_note
+from loopagent.counts import counted
+from loopagent.messages import AssistantMessage, Usage, UserMessage
 
 if TYPE_CHECKING:
     from loopagent.cli.repl import Repl
@@ -106,7 +109,7 @@ def approval(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say(f"approval: {arg}")
 
 
-@command("/tokens", "tokens per turn and the share of tool results")
+@command("/tokens", "tokens per step (model request) and the share of tool results")
 def tokens(repl: Repl, arg: str, prompt: Any) -> None:
     from loopagent.cli.repl import tokens_label
 
@@ -117,12 +120,16 @@ def tokens(repl: Repl, arg: str, prompt: Any) -> None:
     if not rows:
         repl.renderer.say("no model requests yet")
         return
-    repl.renderer.say(f"  {'turn':>4} {'prompt':>8} {'completion':>10} {'tool results':>12}", "bold")
+    repl.renderer.say(f"  {'step':>4} {'prompt':>8} {'completion':>10} {'tool results':>12}", "bold")
     for step, p, c, share in rows:
         repl.renderer.say(f"  {step:>4} {p:>8} {c:>10} {share:>12}")
     total_p, total_c = sum(r[1] for r in rows), sum(r[2] for r in rows)
     used, size = tokens_label(repl.context_used), tokens_label(repl.settings.ctx_size)
     repl.renderer.say(f"  {'all':>4} {total_p:>8} {total_c:>10}   (in use now: {used} of {size})")
+    if (usd := repl.agent.price(Usage(total_p, total_c))) is not None:
+        from loopagent.prices import shown_cost
+
+        repl.renderer.say(f"  cost: {shown_cost(usd)} at the configured price of {repl.settings.model}")
 
 
 @command("/compact", "summarise older turns now: /compact [focus]")
@@ -145,8 +152,7 @@ def compact(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.close()
     if event is None:
         repl.renderer.say("nothing to compact yet: the conversation is short")
-    else:
-        repl.renderer.say(f"compacted: {event.tokens_before} -> {event.tokens_after} tokens")
+    # Else the renderer has shown the Compacted event already ("context compacted: A -> B tokens").
 
 
 @command("/clear", "start a new conversation (a new session)")
@@ -184,7 +190,10 @@ def undo(repl: Repl, arg: str, prompt: Any) -> None:
     store = checkpoint_store(repl)
     if store is None:
         return
-    repl.renderer.say(store.undo())
+    moved = restores(store, store.undo)
+    repl.renderer.say(moved.said)
+    if moved.target is not None:
+        tell_model(repl, undone_note(repl, moved.target))
 
 
 @command("/redo", "reverse the last undo")
@@ -192,7 +201,11 @@ def redo(repl: Repl, arg: str, prompt: Any) -> None:
     store = checkpoint_store(repl)
     if store is None:
         return
-    repl.renderer.say(store.redo())
+    moved = restores(store, store.redo)
+    repl.renderer.say(moved.said)
+    if moved.changed:
+        tell_model(repl, "the user reversed the last undo: the files are back as they were before it, "
+                         "with the changes of the calls it had undone.")
 
 
 @command("/diff", "the change to the files since the session started")
@@ -211,7 +224,7 @@ def diff(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/rewind", "go back to an earlier message: conversation, files, or both")
 def rewind(repl: Repl, arg: str, prompt: Any) -> None:
-    asked = [(i, m) for i, m in enumerate(repl.history) if isinstance(m, UserMessage)]
+    asked = [(i, m) for i, m in enumerate(repl.history) if isinstance(m, UserMessage) and not m.content.startswith(NOTE)]
     if not asked:
         repl.renderer.say("nothing to rewind to yet")
         return
@@ -231,7 +244,10 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
             repl.renderer.say("rewind cancelled")
             return
     if what in ("f", "b"):
-        repl.renderer.say(store.rewind(index))
+        moved = restores(store, lambda: store.rewind(index))
+        repl.renderer.say(moved.said)
+        if moved.changed and what == "f":  # with the conversation rewound too, the calls leave the history
+            tell_model(repl, files_note(repl, index, f"message {int(choice)}"))
     if what in ("c", "b"):
         dropped = len(repl.history) - index
         del repl.history[index:]
@@ -239,6 +255,6 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
         fork = repl.services.get("fork_session")
         if fork is not None:
             fork(repl)
-        repl.renderer.say(f"conversation rewound: {dropped} messages dropped")
+        repl.renderer.say(f"conversation rewound: {counted(dropped, 'message')} dropped")
     repl.prefill = msg.content
 

@@ -9,7 +9,9 @@ import typer
 
 from loopagent.render.safe import printable
 
-Workspace = Annotated[Path, typer.Option("-C", "--workspace", help="Workspace root.")]
+Workspace = Annotated[Path | None, typer.Option(
+    "-C", "--workspace", metavar="DIR",
+    help="Workspace root (default: the git repository around the current directory, else it).")]
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -17,37 +19,49 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-def checked(workspace: Path) -> Path:
-    if not workspace.is_dir():
-        raise fail(f"workspace {workspace} is not a directory", 2)
-    return workspace
+def checked(workspace: Path | None) -> Path:
+    """The workspace these commands act on: found as `loop agent` finds it, so they agree (cli/workspace.py)."""
+    from loopagent.cli.workspace import find_workspace
+
+    root, why = find_workspace(workspace, Path.cwd())
+    if not root.is_dir():
+        raise fail(f"workspace {root} is not a directory", 2)
+    if why:
+        typer.echo(f"loop: {printable(why)}", err=True)
+    return root
 
 
-def timeline(workspace: Path):
+def timeline(workspace: Path | None, writing: bool = False):
+    """The workspace's checkpoints; `writing`: refuse at once when their directory cannot be written."""
     from loopagent.checkpoint import Timeline
     from loopagent.config import ConfigError, load_settings, loop_home
+    from loopagent.session.catalog import unwritable
 
+    workspace = checked(workspace)
     try:
-        settings = load_settings(checked(workspace), {})
+        settings = load_settings(workspace, {})
     except (ConfigError, ValueError) as exc:
         raise fail(str(exc), 2) from None
-    return Timeline.open(loop_home(), workspace, settings.checkpoint_max_bytes)
+    found = Timeline.open(loop_home(), workspace, settings.checkpoint_max_bytes, settings.checkpoint_lock_wait)
+    if writing and found.repo.git_dir.is_dir() and (why := unwritable(found.repo.git_dir)):
+        raise fail(why, 1)
+    return found
 
 
-def sessions(workspace: Workspace = Path(".")) -> None:
+def sessions(workspace: Workspace = None) -> None:
     """List the workspace's saved sessions, newest first: id, time, steps, status, task."""
-    from loopagent.cli.record import describe_session
+    from loopagent.cli.record import describe_sessions
     from loopagent.config import loop_home
     from loopagent.session import listing
 
     found = listing(loop_home(), checked(workspace))
     if not found:
         typer.echo("no saved sessions for this workspace")
-    for s in found:
-        typer.echo(printable(describe_session(s)))
+    for line in describe_sessions(found):
+        typer.echo(printable(line))
 
 
-def checkpoints(workspace: Workspace = Path(".")) -> None:
+def checkpoints(workspace: Workspace = None) -> None:
     """List the workspace's checkpoints, newest first, with what each was taken before."""
     from loopagent.checkpoint import CheckpointError
     from loopagent.cli.record import describe_checkpoint
@@ -62,26 +76,28 @@ def checkpoints(workspace: Workspace = Path(".")) -> None:
         typer.echo(printable(describe_checkpoint(c)))
 
 
-def undo(workspace: Workspace = Path(".")) -> None:
+def undo(workspace: Workspace = None) -> None:
     """Restore the files to the latest checkpoint; again steps one further back."""
     from loopagent.checkpoint import CheckpointError
 
     try:
-        c = timeline(workspace).undo()
+        c = timeline(workspace, writing=True).undo()
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
-    typer.echo(printable(f"undone: the files are as they were at {c.short} ({c.message}); `loop redo` reverses this"))
+    done = f"finished the interrupted {c.finished}" if c.finished else "undone"
+    typer.echo(printable(f"{done}: the files are as they were at {c.short} ({c.message}); `loop redo` reverses this"))
 
 
-def redo(workspace: Workspace = Path(".")) -> None:
+def redo(workspace: Workspace = None) -> None:
     """Reverse the last undo."""
     from loopagent.checkpoint import CheckpointError
 
     try:
-        c = timeline(workspace).redo()
+        c = timeline(workspace, writing=True).redo()
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
-    typer.echo(printable(f"redone: the files are back to {c.short} ({c.message})"))
+    done = "finished the interrupted redo" if c.finished else "redone"
+    typer.echo(printable(f"{done}: the files are back to {c.short} ({c.message})"))
 
 
 def register(app: typer.Typer) -> None:

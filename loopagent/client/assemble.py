@@ -4,12 +4,38 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopagent.client import IncompleteTurn, ModelError
 from loopagent.events import Event, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, ToolCall, Usage
+from loopagent.thinking import split_thinking
+
+
+class OutputCut(IncompleteTurn):
+    """The reply stopped at max_tokens (finish_reason "length"): nothing of it may run.
+
+    `cut_call` says a tool call was being written; `limit` (set by the client that knows it) is
+    the output limit in tokens. `note()` is what the model is told, once, so it can try again.
+    """
+
+    def __init__(self, message: str, partial: AssistantMessage | None = None, cut_call: bool = False,
+                 limit: int | None = None):
+        super().__init__(message, partial)
+        self.cut_call, self.limit = cut_call, limit
+
+    def note(self) -> str:
+        """The message for the model: what happened, and what to do differently."""
+        limit = f" of {self.limit} tokens" if self.limit else ""
+        advice = ("a tool call was cut off: write smaller pieces (split a large write_file into several "
+                  "edit_file calls or shorter files)" if self.cut_call else
+                  "answer more briefly, or continue in smaller steps")
+        return f"your reply was cut at the output limit{limit}; nothing ran; {advice}."
+
+
+class EmptyStream(IncompleteTurn):
+    """A 200 event stream that carried no event at all: how some servers refuse what they cannot do."""
 
 
 @dataclass
@@ -112,9 +138,10 @@ class TurnAssembler:
             raise IncompleteTurn("the model stream ended without a finish reason (cut short or empty)",
                                  self.partial())
         if reason == "length":
-            raise IncompleteTurn(
+            raise OutputCut(
                 "the model stopped at its output limit (finish_reason \"length\"); "
-                "raise max_tokens or shorten the request", self.partial()
+                "raise max_tokens or shorten the request", replace(self.partial(), stop_reason="length"),
+                cut_call=bool(self.slots),
             )
         if reason not in NORMAL_ENDS:
             # content_filter with a tool call once ran the tool: a reply the server stopped runs nothing.
@@ -123,15 +150,17 @@ class TurnAssembler:
             ToolCall(id=s.id or f"call_{uuid.uuid4().hex[:24]}", name=s.name, arguments="".join(s.arguments))
             for s in self.slots
         )
-        text = "".join(self.text)
+        # Inline <think> blocks are reasoning, not answer: kept as thinking, never sent back as text.
+        inline, text = split_thinking("".join(self.text))
+        thinking = "".join(self.thinking) + inline
         if not calls and not text.strip():
-            only = " (only thinking)" if "".join(self.thinking).strip() else ""
+            only = " (only thinking)" if thinking.strip() else ""
             raise IncompleteTurn(f"the model sent an empty reply{only}: no text and no tool calls",
                                  self.partial())
         # Some servers say "stop" although tool calls are present: the calls decide.
         return AssistantMessage(
             text=text,
-            thinking="".join(self.thinking),
+            thinking=thinking,
             tool_calls=calls,
             stop_reason="tool_calls" if calls else "stop",
             usage=self.usage,

@@ -1,11 +1,16 @@
-"""OpenAI-compatible chat-completions client: httpx + a bounded SSE decoder, retries before the first byte only."""
+"""OpenAI-compatible chat-completions client: httpx + a bounded SSE decoder, retries before the first byte only.
+
+A server that cannot stream a request with tools (an empty 200 body, or an error that says so)
+gets that request once more without streaming, and the client remembers it (servers.json). A
+finished reply whose text is a call of a known tool (see textcalls.py) becomes that call.
+"""
 
 from __future__ import annotations
 
 import email.utils
 import json
-import operator
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,98 +20,30 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError
-from loopagent.client.assemble import TurnAssembler
+from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler
 from loopagent.client.sse import MAX_LINE_BYTES, LineTooLong, SSEDecoder
+from loopagent.client.textcalls import recovered
 from loopagent.client.watch import Hangup, Idle, on_cancel
-from loopagent.events import Event
-from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
+from loopagent.client.wire import WireEncoder, build_request, wire_message, wire_tool, wire_tools
+from loopagent.events import Event, Notice
+from loopagent.messages import AssistantMessage, Message
 from loopagent.secrets import Redactor, public_url, url_secrets
 
 if TYPE_CHECKING:
+    from loopagent.servers import ServerBook
     from loopagent.tools.spec import ToolSpec
 
+__all__ = ["OpenAIClient", "WireEncoder", "build_request", "endpoint", "wire_message", "wire_tool", "wire_tools"]
+
 RETRY_STATUS = {429, 500, 502, 503, 504}
+# How servers that cannot stream tool calls say so (llama-cpp-python, older llama-server, Ollama).
+NO_STREAM_TOOLS = re.compile(
+    r"cannot use tools with stream|streaming tool choice is not supported|tools param requires --jinja"
+    r"|does not support (?:tools with )?stream(?:ing)? (?:with )?tools", re.I)
 
 
-def wire_message(msg: Message) -> dict[str, Any]:
-    """One message in the chat-completions wire form."""
-    if isinstance(msg, (SystemMessage, UserMessage)):
-        return {"role": msg.role, "content": msg.content}
-    if isinstance(msg, ToolResult):
-        return {"role": "tool", "tool_call_id": msg.call_id, "content": msg.content}
-    out: dict[str, Any] = {"role": "assistant", "content": msg.text}
-    if msg.tool_calls:
-        # content "" rather than null: llama-cpp-python's server answers 500 to null.
-        out["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in msg.tool_calls
-        ]
-    return out
-
-
-def wire_tool(spec: ToolSpec) -> dict[str, Any]:
-    """One tool in the chat-completions wire form; its JSON schema is sent as given."""
-    return {"type": "function",
-            "function": {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}}
-
-
-def wire_tools(tools: Sequence[ToolSpec | dict]) -> list[dict[str, Any]]:
-    """Tool specs in wire form; a dict is taken to be in wire form already (callers not yet on specs)."""
-    return [t if isinstance(t, dict) else wire_tool(t) for t in tools]
-
-
-def build_request(
-    model: str, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], max_tokens: int
-) -> dict[str, Any]:
-    """The request body as a dict (tests and tools that want to look at it)."""
-    return json.loads(WireEncoder().encode(model, messages, tools, max_tokens))
-
-
-class WireEncoder:
-    """Serialises request bodies so the per-turn cost stays flat however long the history grows.
-
-    Each message is encoded once; the joined messages of the previous request are reused when
-    the new request extends them (the usual case: the loop only appends).
-    """
-
-    def __init__(self) -> None:
-        # id(message) -> (message, its JSON); holding the message keeps the id from being reused.
-        self._fragments: dict[int, tuple[Message, str]] = {}
-        self._last: list[Message] = []
-        self._last_joined = ""
-
-    def fragment(self, msg: Message) -> str:
-        hit = self._fragments.get(id(msg))
-        if hit is None or hit[0] is not msg:
-            hit = (msg, json.dumps(wire_message(msg), ensure_ascii=False))
-            self._fragments[id(msg)] = hit
-        return hit[1]
-
-    def encode(self, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-               max_tokens: int) -> str:
-        last, n = self._last, len(self._last)
-        # Identity check at C speed; any replaced message (a stub, a compaction) re-joins from scratch.
-        if 0 < n <= len(messages) and all(map(operator.is_, last, messages[:n])):
-            new = [self.fragment(m) for m in messages[n:]]
-            joined = ",".join([self._last_joined, *new]) if new else self._last_joined
-        else:
-            joined = ",".join(self.fragment(m) for m in messages)
-        self._last, self._last_joined = list(messages), joined
-        return _envelope(model, tools, max_tokens)[:-1] + ', "messages": [' + joined + "]}"
-
-
-def _envelope(model: str, tools: Sequence[ToolSpec | dict], max_tokens: int) -> str:
-    body: dict[str, Any] = {
-        "model": model,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        # Always bounded: a llama.cpp server without it may generate for minutes.
-        "max_tokens": max_tokens,
-    }
-    if tools:
-        body["tools"] = wire_tools(tools)
-        body["tool_choice"] = "auto"
-    return json.dumps(body, ensure_ascii=False)
+class StreamToolsRefused(ModelError):
+    """An HTTP error whose message says the server cannot stream a request with tools."""
 
 
 @dataclass
@@ -118,25 +55,40 @@ class OpenAIClient:
     retries: int = 4
     connect_timeout: float = 10.0
     read_timeout: float = 300.0
+    first_token_timeout: float = 0.0  # the idle deadline before the first token, when longer (client/watch.py)
     backoff: float = 0.5
     max_backoff: float = 30.0
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     # An httpx.BaseTransport (httpx.MockTransport in tests, one per agent); None: httpx's own.
     transport: httpx.BaseTransport | None = field(default=None, repr=False)
+    temperature: float | None = None  # sent only when set
+    top_p: float | None = None
+    # Whether requests with tools are streamed: None learns it (servers.json), False never streams them.
+    stream_tools: bool | None = None
+    servers: ServerBook | None = field(default=None, repr=False)  # what was learned about servers
+    provider: str = "openai"
+    recover_text_calls: bool = True  # a call written into the text of a known tool becomes a call
 
     def __post_init__(self) -> None:
         self.url = endpoint(self.base_url)
         # Userinfo in the URL becomes basic auth (httpx does it); messages name only the public form.
         self.shown = public_url(self.url) or "(an invalid URL)"
-        self._hide = Redactor(url_secrets(self.url))
+        self._hide = Redactor([*url_secrets(self.url), *([self.api_key] if self.api_key else [])])
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         self._encoder = WireEncoder()
+        self.sampling = {k: v for k, v in (("temperature", self.temperature), ("top_p", self.top_p))
+                         if v is not None}
+        self._streams_tools: bool | None = None  # learned, read from servers.json on first use
         self._last_stream: Any = None  # the connection of the last response: a reused one has no connect event
-        self._http = httpx.Client(
-            headers=headers,
+        self._headers = headers
+        self._http = self._connect()
+
+    def _connect(self) -> httpx.Client:
+        return httpx.Client(
+            headers=self._headers,
             timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
             trust_env=False,  # never route a local model server through a proxy from the environment
             transport=self.transport,
@@ -149,29 +101,97 @@ class OpenAIClient:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
         cancel: CancelSignal | None = None,
     ) -> AssistantMessage:
-        """One streamed turn. Raises ModelError, IncompleteTurn, or Cancelled once `cancel` is set."""
-        body = self._encoder.encode(self.model, messages, tools, self.max_tokens).encode("utf-8")
+        """One turn, streamed unless the server cannot stream tool calls. Raises ModelError,
+        IncompleteTurn, or Cancelled once `cancel` is set."""
+        stream = not tools or self.streams_tools(emit)
+        try:
+            reply = self.send(messages, tools, emit, cancel, stream)
+        except (EmptyStream, StreamToolsRefused) as exc:
+            if not tools or not stream or self.stream_tools:  # streaming tools set on: no second guess
+                raise
+            reply = self.fall_back(messages, tools, emit, cancel, exc)
+        if self.recover_text_calls and tools and (found := recovered(reply, tools)) is not None:
+            names = ", ".join(c.name for c in found.tool_calls)
+            emit(Notice("recovered", f"the model wrote {_calls(len(found.tool_calls))} into its text ({names}); "
+                                     "taken as tool calls"))
+            return found
+        return reply
+
+    def streams_tools(self, emit: Callable[[Event], None]) -> bool:
+        """Whether a request with tools is streamed: the setting, else what servers.json says."""
+        if self.stream_tools is not None:
+            return self.stream_tools
+        if self._streams_tools is None:
+            self._streams_tools = True
+            if self.servers is not None:
+                self.servers.notify = lambda text: emit(Notice("warning", text))
+                self._streams_tools = self.servers.get(self.server_key).stream_tools is not False
+        return self._streams_tools
+
+    @property
+    def server_key(self) -> str:
+        from loopagent.servers import server_key
+
+        return server_key(self.provider, self.base_url, self.model)
+
+    def fall_back(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
+                  emit: Callable[[Event], None], cancel: CancelSignal | None, why: Exception) -> AssistantMessage:
+        """The one extra request of a turn: the same one without streaming; remembered when it works."""
+        what = "an empty reply" if isinstance(why, EmptyStream) else f"\"{str(why)[-160:]}\""
+        emit(Notice("fallback", f"{self.shown} answered a streamed request with tools with {what}; "
+                                "sending it again without streaming (and from now on for this server)"))
+        self._streams_tools = False
+        # llama-cpp-python fails after the headers and leaves a connection that looks reusable but
+        # drops the next request ("Server disconnected without sending a response"): start afresh.
+        if self.transport is None:
+            self._http.close()
+            self._http, self._last_stream = self._connect(), None
+        try:
+            reply = self.send(messages, tools, emit, cancel, stream=False)
+        except IncompleteTurn as exc:
+            if isinstance(exc, OutputCut):
+                raise
+            raise IncompleteTurn(f"{exc} (also when sent without streaming)", exc.partial) from exc
+        if self.servers is not None:
+            self.servers.notify = lambda text: emit(Notice("warning", text))
+            self.servers.update(self.server_key, stream_tools=False)
+        return reply
+
+    def send(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
+             cancel: CancelSignal | None, stream: bool = True) -> AssistantMessage:
+        """One request (with its retries before the first byte) and its reply."""
+        body = self._encoder.encode(self.model, messages, tools, self.max_tokens, stream, self.sampling)
         line = Hangup(self._stream_seen, self._last_stream)
         remove = on_cancel(cancel, line.hang_up)
         try:
-            return self._attempts(body, emit, cancel, line)
+            return self._attempts(body.encode("utf-8"), emit, cancel, line, stream, stream and bool(tools))
+        except OutputCut as exc:
+            exc.limit = self.max_tokens
+            raise
         finally:
             line.done()
             if remove is not None:
                 remove()
 
     def _attempts(self, body: bytes, emit: Callable[[Event], None], cancel: CancelSignal | None,
-                  line: Hangup) -> AssistantMessage:
+                  line: Hangup, stream: bool = True, streamed_tools: bool = False) -> AssistantMessage:
         attempt = 0
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled(AssistantMessage(stop_reason="incomplete"))
             try:
-                with self._http.stream("POST", self.url, content=body,
-                                       extensions={"trace": line.trace}) as response:
+                with self._http.stream("POST", self.url, content=body, extensions={"trace": line.trace},
+                                       headers=None if stream else {"Accept": "application/json"}) as response:
                     line.answered(response)
+                    if streamed_tools and response.status_code >= 400:
+                        response.read()  # a refusal to stream tools is not worth the retries
+                        if NO_STREAM_TOOLS.search(said := _server_message(response)):
+                            raise StreamToolsRefused(self.clean(
+                                f"HTTP {response.status_code} from {self.shown}: {said}"))
                     if response.status_code in RETRY_STATUS and attempt < self.retries:
                         delay = self._delay(attempt, response.headers.get("retry-after"))
+                        emit(Notice("retry", self.clean(f"HTTP {response.status_code} from {self.shown}; "
+                                                        f"{self._retrying(attempt, delay)}")))
                     elif response.status_code >= 400:
                         response.read()
                         raise ModelError(self.clean(
@@ -186,6 +206,8 @@ class OpenAIClient:
                         f"cannot reach {self.shown}: {_reason(exc)} (after {attempt + 1} attempts)"
                     )) from exc
                 delay = self._delay(attempt, None)
+                emit(Notice("retry", self.clean(f"cannot reach {self.shown}: {_reason(exc)}; "
+                                                f"{self._retrying(attempt, delay)}")))
             except (httpx.HTTPError, httpx.InvalidURL) as exc:  # bad scheme or URL, timeout before any byte
                 if cancel is not None and cancel.is_set():
                     raise Cancelled(AssistantMessage(stop_reason="incomplete")) from exc
@@ -193,6 +215,9 @@ class OpenAIClient:
             attempt += 1
             wait = getattr(cancel, "wait", None)
             wait(delay) if callable(wait) else self.sleep(delay)  # a cancel token's wait ends early on set
+
+    def _retrying(self, attempt: int, delay: float) -> str:
+        return f"retrying ({attempt + 2}/{self.retries + 1}) in {delay:.1f} s"
 
     def _stream_seen(self, stream: Any) -> None:
         self._last_stream = stream
@@ -208,17 +233,8 @@ class OpenAIClient:
     def _consume(self, response: httpx.Response, emit: Callable[[Event], None],
                  cancel: CancelSignal | None) -> AssistantMessage:
         turn = TurnAssembler()
-        kind = response.headers.get("content-type", "")
         try:
-            if "json" in kind:
-                # A server that ignored stream: true and sent one JSON reply.
-                for event in turn.feed(self._json_body(response, turn, cancel)):
-                    emit(event)
-                return turn.finish()
-            if "text/event-stream" not in kind.partition(";")[0]:
-                raise ModelError(self.clean(f"{self.shown} did not answer with an event stream "
-                                            f"(Content-Type {kind.partition(';')[0]!r})"))
-            return self._events(response, turn, emit, cancel)
+            return self._read(response, turn, emit, cancel)
         except LineTooLong as exc:
             raise IncompleteTurn(f"the model stream was abandoned: {exc}", turn.partial()) from exc
         except httpx.HTTPError as exc:
@@ -228,12 +244,28 @@ class OpenAIClient:
                    else _reason(exc))
             raise IncompleteTurn(self.clean(f"the model stream broke off: {why}"), turn.partial()) from exc
 
+    def _read(self, response: httpx.Response, turn: TurnAssembler, emit: Callable[[Event], None],
+              cancel: CancelSignal | None) -> AssistantMessage:
+        """The turn from a response's body (another wire form, Ollama's, reads it its own way)."""
+        kind = response.headers.get("content-type", "")
+        if "json" in kind:
+            # A server that ignored stream: true and sent one JSON reply.
+            for event in turn.feed(self._json_body(response, turn, cancel)):
+                emit(event)
+            return turn.finish()
+        if "text/event-stream" not in kind.partition(";")[0]:
+            raise ModelError(self.clean(f"{self.shown} did not answer with an event stream "
+                                        f"(Content-Type {kind.partition(';')[0]!r})"))
+        return self._events(response, turn, emit, cancel)
+
     def _events(self, response: httpx.Response, turn: TurnAssembler, emit: Callable[[Event], None],
                 cancel: CancelSignal | None) -> AssistantMessage:
         """Read the event stream under the idle deadline; the turn, once finished."""
-        decoder, idle = SSEDecoder(), Idle(self.read_timeout, self.clock)
+        decoder, idle = SSEDecoder(), Idle(self.read_timeout, self.clock, self.first_token_timeout)
+        seen = False
         for chunk in response.iter_bytes():
             for data in decoder.feed(chunk):
+                seen = True
                 if self._take(data, turn, emit):
                     return turn.finish()
             if cancel is not None and cancel.is_set():
@@ -243,10 +275,14 @@ class OpenAIClient:
                     return turn.finish()
                 raise IncompleteTurn(idle.message(decoder.comments), turn.partial())
         for data in decoder.close():
+            seen = True
             if self._take(data, turn, emit):
                 break
         if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
             raise Cancelled(turn.partial())
+        if not seen:  # not one event: a refusal after the headers (tools it cannot stream, a full context)
+            raise EmptyStream("the model stream ended without a finish reason (cut short or empty): "
+                              "the server sent no events", turn.partial())
         return turn.finish()
 
     def _take(self, data: str, turn: TurnAssembler, emit: Callable[[Event], None]) -> bool:
@@ -298,6 +334,10 @@ def endpoint(base_url: str) -> str:
     except ValueError:
         return base_url.rstrip("/") + "/chat/completions"  # httpx will say what is wrong with it
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions", fragment=""))
+
+
+def _calls(n: int) -> str:
+    return f"{n} tool call" if n == 1 else f"{n} tool calls"
 
 
 def _reason(exc: Exception) -> str:

@@ -12,12 +12,17 @@ class Idle:
     """A deadline that moves only when the turn makes progress, not when bytes arrive.
 
     httpx's read timeout never fires against a server that sends `: keep-alive` comments or
-    empty deltas forever; this one does.
+    empty deltas forever; this one does. Until the first progress the deadline is `first` when that
+    is longer: a slow local server can spend minutes on a long prompt, sending only keep-alives.
     """
 
-    def __init__(self, seconds: float, clock: Callable[[], float]):
-        self.seconds, self.clock = seconds, clock
+    def __init__(self, seconds: float, clock: Callable[[], float], first: float = 0.0):
+        self.seconds, self.clock, self.first = seconds, clock, first
         self.since, self.seen = clock(), 0
+
+    def limit(self) -> float:
+        """The deadline in force: the first-token allowance until the turn has made progress."""
+        return self.seconds if self.seen else max(self.seconds, self.first)
 
     def expired(self, progress: int) -> bool:
         """True once `progress` (a counter) has not moved for longer than the deadline."""
@@ -25,10 +30,14 @@ class Idle:
         if progress != self.seen:
             self.seen, self.since = progress, now
             return False
-        return now - self.since > self.seconds
+        return now - self.since > self.limit()
 
     def message(self, comments: int) -> str:
         sent = f"{comments} keep-alive comment{'s' if comments != 1 else ''} and " if comments else ""
+        if not self.seen and self.first > self.seconds:
+            return (f"the model sent no first token for {self.first:g} s (only {sent}empty chunks); the turn "
+                    "was abandoned. If the server is this slow, raise first_token_timeout "
+                    "(LOOP_FIRST_TOKEN_TIMEOUT)")
         return (f"the model sent no text, thinking or tool call for {self.seconds:g} s (only {sent}empty "
                 "chunks); the turn was abandoned. If the server is this slow, raise read_timeout "
                 "(LOOP_READ_TIMEOUT)")

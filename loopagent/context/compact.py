@@ -17,6 +17,7 @@ from loopagent.context.estimate import estimate_tokens, messages_tokens
 from loopagent.context.prune import clip_text
 from loopagent.context.stops import BudgetSpent, CompactionCancelled, ContextFull
 from loopagent.context.view import Summary, check_pairing, task_index
+from loopagent.counts import counted
 from loopagent.events import Compacted, Event, Notice
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, Usage, UserMessage
 
@@ -60,7 +61,7 @@ class Compaction:
 
     def describe(self) -> str:
         """What the step does, for the person watching."""
-        return (f"summarising {self.upto - self.start} older messages (~{self.tokens_before} tokens in the context)"
+        return (f"summarising {counted(self.upto - self.start, 'older message')} (~{self.tokens_before} tokens in the context)"
                 + (f", focus: {self.focus}" if self.focus else ""))
 
 

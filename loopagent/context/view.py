@@ -116,6 +116,7 @@ class View:
     announced: Edits[str] = field(default_factory=Edits)  # result -> the shown content a ContextEdit named
     # result -> (how it is shown, the shown copy): one object per variant, see `shown`
     _shown: Edits[tuple[tuple, ToolResult]] = field(default_factory=Edits, repr=False)
+    _fresh: list[ToolResult] = field(default_factory=list, repr=False)  # given a new shown copy, not yet taken
     _summary_message: UserMessage | None = field(default=None, repr=False)
 
     def tail_start(self, history: Sequence[Message]) -> int:
@@ -170,13 +171,16 @@ class View:
         kind, arg = variant
         view = replace(msg, content=arg if kind == "stub" else clip_text(msg.content, arg))
         self._shown[msg] = (variant, view)
+        self._fresh.append(msg)
         return view
 
-    def edited(self) -> Iterator[tuple[ToolResult, ToolResult]]:
-        """Each result shown other than as stored, with its shown copy (as of its last rendering)."""
-        for msg in self._shown:
-            hit = self._shown.get(msg)
-            if hit is not None and isinstance(msg, ToolResult):
+    def take_fresh(self) -> Iterator[tuple[ToolResult, ToolResult]]:
+        """Each result given a new shown copy since the last call, with its copy as of its last rendering.
+        Per turn this costs what changed, not what was ever edited (a long session stubs hundreds)."""
+        fresh, self._fresh, seen = self._fresh, [], set()
+        for msg in fresh:
+            if id(msg) not in seen and (hit := self._shown.get(msg)) is not None:
+                seen.add(id(msg))
                 yield msg, hit[1]
 
     def forget_gone(self, history: Sequence[Message]) -> None:
@@ -189,5 +193,6 @@ class View:
         self.stubs.clear()
         self.clips.clear()
         self._shown.clear()
+        self._fresh.clear()
         self.announced.clear()
         self.summary = None

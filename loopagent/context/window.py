@@ -129,7 +129,7 @@ class ContextWindow:
         """The results the last view shows other than as stored, not announced before (rare: the index
         lookup runs only when there is one)."""
         view = self.view_state
-        fresh = [(msg, shown) for msg, shown in view.edited() if view.announced.get(msg) != shown.content]
+        fresh = [(msg, shown) for msg, shown in view.take_fresh() if view.announced.get(msg) != shown.content]
         if not fresh:
             return ()
         where, start = {id(m): i for i, m in enumerate(history)}, view.tail_start(history)

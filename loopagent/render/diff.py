@@ -5,6 +5,7 @@ A diff shows file content and names, so every line shown is escaped (`safe.print
 
 from __future__ import annotations
 
+from rich.cells import cell_len, chop_cells, set_cell_size
 from rich.text import Text
 
 from loopagent.render.safe import printable
@@ -43,21 +44,43 @@ def body_lines(diff: str, max_lines: int = MAX_LINES, headers: bool = False) -> 
     return [*kept, f"… {len(lines) - max_lines} more diff lines"]
 
 
-def plain(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False) -> str:
-    """The folded diff as plain text, each line indented; empty for an empty diff."""
-    return "".join(f"{indent}{ln}\n" for ln in body_lines(diff, max_lines, headers))
-
-
-def coloured(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False) -> Text:
-    """The folded diff as Rich text: additions green, removals red, hunk headers cyan, the fold dim."""
-    out = Text(no_wrap=True, overflow="ellipsis")
+def rows(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False,
+         width: int | None = None) -> list[tuple[str, str]]:
+    """(text, style) per screen row. Given a width, a long line wraps and every row of it keeps its
+    `+`/`-`/` ` marker, so a change stays readable at any width; hunk headers are cut instead."""
+    out: list[tuple[str, str]] = []
     for ln in body_lines(diff, max_lines, headers):
         if ln.startswith(("--- ", "+++ ", "diff ")):
             style = "bold"
         else:
             style = "dim" if ln.startswith("… ") else STYLES.get(ln[:1], "")
-        out.append(indent)
-        out.append(ln, style=style)
+        out += [(indent + row, style) for row in wrapped(ln, width - len(indent) if width else None)]
+    return out
+
+
+def wrapped(line: str, room: int | None) -> list[str]:
+    """A diff line cut into rows of at most `room` cells, each starting with the line's marker."""
+    if room is None or room < 12 or cell_len(line) <= room:
+        return [line]
+    marker = line[:1]
+    if marker not in "+- " or line.startswith(("+++ ", "--- ")):
+        return [set_cell_size(line, room - 1) + "…"]
+    return [marker + chunk for chunk in chop_cells(line[1:].expandtabs(4), room - 1)]
+
+
+def plain(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False,
+          width: int | None = None) -> str:
+    """The folded diff as plain text, each row indented; empty for an empty diff."""
+    return "".join(f"{text}\n" for text, _ in rows(diff, indent, max_lines, headers, width))
+
+
+def coloured(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False,
+             width: int | None = None) -> Text:
+    """The folded diff as Rich text: additions green, removals red, hunk headers cyan, the fold dim."""
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for text, style in rows(diff, indent, max_lines, headers, width):
+        out.append(text[:len(indent)])
+        out.append(text[len(indent):], style=style)
         out.append("\n")
     out.rstrip()
     return out

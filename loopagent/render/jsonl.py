@@ -80,4 +80,6 @@ class JsonPrinter:
                               "completion_tokens": event.usage.completion_tokens}}
             if event.message:
                 line["message"] = event.message
+            if event.cost is not None:
+                line["cost_usd"] = round(event.cost, 6)
             self.write(line)

@@ -1,12 +1,14 @@
 """Diagnostics on stderr: the listener that shows repairs, warnings, notes and a run's error.
 
 They are not part of the answer, and stdout may be a JSON stream that must hold nothing else,
-so they go to stderr, one line each, escaped for the terminal.
+so they go to stderr, one line each, escaped for the terminal. When a live area is drawn (colour mode)
+it is erased for the line and drawn again below it, so a retry notice does not break the screen.
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from typing import IO
 
 from loopagent.events import STDERR_KINDS, Event, Notice, RunEnd
@@ -28,5 +30,8 @@ class StderrNotes:
 
     def line(self, text: str) -> None:
         out = self.err or sys.stderr  # looked up late: a test or a pty may have replaced it
-        out.write(printable(text) + "\n")
-        out.flush()
+        live = sys.modules.get("loopagent.render.live")  # not imported: no live area (and no Rich import)
+        with live.around() if live is not None else nullcontext():
+            # stderr is often the screen a live area is drawn on (stdout): step around it
+            out.write(printable(text) + "\n")
+            out.flush()

@@ -12,6 +12,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from loopagent.counts import counted
 from loopagent.details import Details
 from loopagent.messages import ToolCall, ToolResult
 from loopagent.render import diff as diffs
@@ -20,6 +21,7 @@ from loopagent.render.safe import printable
 VERDICT = re.compile(r"\b\d+ (passed|failed)\b")
 EXIT_LINE = re.compile(r"^exit(?: code| status)?[: ]+(-?\d+)$")
 NUMBERED = re.compile(r"^\s*\d+\t")
+HEAD_LINES = 4  # output lines of a command shown under its result line; the rest is counted
 # A timeout is a failure of the call, shown as an error; its line says it timed out.
 WORDS = {"ok": "ok", "error": "error", "denied": "denied", "cancelled": "cancelled", "timeout": "error"}
 
@@ -31,6 +33,8 @@ class Shown:
     word: str
     rest: str
     diff: str = ""
+    head: tuple[str, ...] = ()  # the first output lines of a command, shown under the line
+    more: int = 0  # output lines not shown
 
 
 def shown(result: ToolResult) -> Shown:
@@ -41,6 +45,11 @@ def shown(result: ToolResult) -> Shown:
     word = WORDS.get(details.outcome, "error" if result.is_error else "ok")
     rest = printable(detailed_line(result, details))
     diff = details.diff if word == "ok" else ""
+    if details.exit_code is not None and details.outcome in ("ok", "error"):
+        head, more = shell_head(result.content, details.lines or 0)
+        if not more:  # every line is shown: a verdict on the result line would say it twice
+            rest = printable(shell_line("", details.exit_code, details.lines or 0))
+        return Shown(word, rest, "", head, more)
     if diff:
         stat = f"+{details.added or 0} -{details.removed or 0}"
         rest = rest if stat in rest else f"{rest}  {stat}"
@@ -57,7 +66,7 @@ def detailed_line(result: ToolResult, details: Details) -> str:
     if details.outcome == "timeout":
         return first
     if details.exit_code is not None:  # shell: the content is an `exit code N` line, then the output
-        return shell_line(result.content.split("\n", 1)[1] if "\n" in result.content else "", details.exit_code)
+        return shell_line(shell_output(result.content), details.exit_code, details.lines or 0)
     if details.lines is not None:  # read_file: how much of the file the model saw
         return read_line(details.lines, details.total_lines)
     lines = meaningful(result.content)
@@ -66,13 +75,27 @@ def detailed_line(result: ToolResult, details: Details) -> str:
     return lines[-1] if result.is_error else lines[0]
 
 
-def shell_line(output: str, code: int) -> str:
-    """A test verdict, else the last output line; a non-zero exit code is worth keeping."""
-    lines = meaningful(output)
-    if not lines:
-        return f"exit code {code}"
-    line = next((ln.strip("= ") for ln in reversed(lines) if VERDICT.search(ln)), lines[-1])
-    return line if code == 0 else f"{line} (exit {code})"
+def shell_output(content: str) -> str:
+    """A shell result's output: its text after the `exit code N` line."""
+    return content.split("\n", 1)[1] if "\n" in content else ""
+
+
+def shell_line(output: str, code: int, count: int) -> str:
+    """`exit N, M lines`, and a test verdict when the output has one."""
+    size = counted(count, "line") if count else "no output"
+    verdict = next((ln.strip("= ") for ln in reversed(meaningful(output)) if VERDICT.search(ln)), "")
+    return f"exit {code}, {size}" + (f"; {verdict}" if verdict else "")
+
+
+def shell_head(content: str, count: int) -> tuple[tuple[str, ...], int]:
+    """The first lines of a command's output and how many more there are, as Claude Code shows them.
+
+    The details' line count bounds what is taken: notes the loop appends to the text (a repeat
+    warning, a sandbox note) are not output.
+    """
+    lines = [printable(ln.rstrip()) for ln in shell_output(content).split("\n")[:count]]
+    shown_lines = lines if count <= HEAD_LINES + 1 else lines[:HEAD_LINES]
+    return tuple(shown_lines), max(0, count - len(shown_lines))
 
 
 def read_line(lines: int, total: int | None) -> str:
@@ -81,7 +104,7 @@ def read_line(lines: int, total: int | None) -> str:
         return "empty (0 lines)"
     if total is not None and total > lines:
         return f"{lines} of {total} lines"
-    return f"{lines} line{'' if lines == 1 else 's'}"
+    return counted(lines, "line")
 
 
 def meaningful(content: str) -> list[str]:
@@ -106,7 +129,7 @@ def summary(content: str, is_error: bool) -> str:
         return "(no output)"
     if NUMBERED.match(content):  # a file read: its size says more than its first line
         count = sum(1 for ln in content.splitlines() if NUMBERED.match(ln))
-        return f"{count} line{'' if count == 1 else 's'}" + (f"; {lines[-1]}" if lines[-1].startswith("[") else "")
+        return counted(count, "line") + (f"; {lines[-1]}" if lines[-1].startswith("[") else "")
     for ln in reversed(lines):
         if VERDICT.search(ln):
             return ln.strip("= ")

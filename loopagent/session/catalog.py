@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loopagent.errors import SessionError  # the error tree; importable from here as before
+from loopagent.session.lock import in_use
 
 SUFFIX = ".jsonl"
 
@@ -29,6 +30,26 @@ def workspace_key(workspace: Path) -> str:
 def sessions_dir(home: Path, workspace: Path) -> Path:
     """Where a workspace's session files live."""
     return home / "sessions" / workspace_key(workspace)
+
+
+def unwritable(directory: Path) -> str:
+    """'' when files can be created in `directory` (made if missing); else the OS reason and the path."""
+    import tempfile
+
+    def reason(exc: OSError, path: object) -> str:
+        return f"{(exc.strerror or type(exc).__name__).lower()}: {path}"
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return reason(exc, exc.filename or directory)
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".loop-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return reason(exc, directory)
+    return ""
 
 
 def label(task: str) -> str:
@@ -92,8 +113,21 @@ def summarise(path: Path) -> Summary:
             except ValueError:
                 pass
             break
-    task = str(header.get("task", "")).strip().split("\n", 1)[0]
-    return Summary(path.stem, path, str(header.get("created", "")), steps, status, task)
+    task = str(header.get("task", "")).strip() or first_task(data)
+    if status == "unfinished" and (pid := in_use(path)):
+        status = f"running (pid {pid})"
+    return Summary(path.stem, path, str(header.get("created", "")), steps, status, task.split("\n", 1)[0])
+
+
+def first_task(data: bytes) -> str:
+    """The first user message of a session (an interactive one has no task in its header)."""
+    for line in data.splitlines():
+        if b'"role":"user"' in line:
+            try:
+                return str(json.loads(line).get("content", "")).strip()
+            except ValueError:
+                return ""
+    return ""
 
 
 def paths(home: Path, workspace: Path) -> list[Path]:

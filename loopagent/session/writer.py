@@ -19,10 +19,12 @@ from pathlib import Path
 from loopagent import __version__
 from loopagent.errors import SessionError, SessionWriteError  # noqa: F401 (the error tree; importable from here)
 from loopagent.events import Compacted, ContextEdit, Event, MessageAdded, Notice, RunEnd, SessionStarted
-from loopagent.messages import to_record
+from loopagent.messages import AssistantMessage, to_record
 from loopagent.secrets import public_url
+from loopagent.session.lock import SessionLock
 
 SCHEMA = 1
+KEPT = ("completed", "aborted")  # run ends that keep a session without a model reply (aborted: resumable)
 
 
 def now_iso() -> str:
@@ -48,22 +50,28 @@ class SessionWriter:
     """Listener: SessionStarted -> its `header`, MessageAdded -> a `message` line, Compacted -> `compacted`,
     ContextEdit -> `edit`, a repair Notice -> `repair`, RunEnd -> `end`."""
 
-    def __init__(self, path: Path, fd: int):
+    def __init__(self, path: Path, fd: int, lock: SessionLock | None = None):
         self.path = path
         self.id = path.stem
         self.fd = fd
+        self.lock = lock  # held while this process writes the file (session/lock.py)
         self.broken = False
         self.failure = ""  # why the last write failed: the run must stop (see `health`)
+        self.size = os.fstat(fd).st_size  # what the file must measure after our own appends
+        self.answered = False  # a model reply was recorded
+        self.discard_unanswered = False  # a new one-shot session: gone again if the run ends without a reply
 
     @classmethod
     def create(cls, path: Path, head: dict | None = None) -> SessionWriter:
         """Start a new session file; refuses to overwrite an existing file. Its header line comes with
         the SessionStarted event, or is written now when `head` is given (a file written without a feed)."""
+        lock = SessionLock.take(path)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         except OSError as exc:
+            lock.release()
             raise SessionWriteError(f"cannot create session file {path}: {exc.strerror or exc}") from None
-        writer = cls(path, fd)
+        writer = cls(path, fd, lock)
         if head is not None:
             try:
                 writer.write(head)
@@ -77,8 +85,11 @@ class SessionWriter:
         return self.failure
 
     @classmethod
-    def reopen(cls, path: Path, valid_size: int) -> SessionWriter:
-        """Continue an existing file after its first `valid_size` bytes (a torn tail is cut off)."""
+    def reopen(cls, path: Path, valid_size: int, lock: SessionLock | None = None) -> SessionWriter:
+        """Continue an existing file after its first `valid_size` bytes (a torn tail is cut off).
+
+        `lock` is the session's lock, taken before the file was read (else it is taken here)."""
+        lock = lock or SessionLock.take(path)
         fd = -1
         try:
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
@@ -89,33 +100,61 @@ class SessionWriter:
         except OSError as exc:
             if fd >= 0:
                 os.close(fd)
+            lock.release()
             raise SessionWriteError(f"cannot append to session file {path}: {exc.strerror or exc}") from None
-        return cls(path, fd)
+        return cls(path, fd, lock)
 
     def switch(self, path: Path) -> None:
         """Continue in a new, empty file (a /clear or a rewound conversation); its header and messages
         follow as events (SessionStarted, then MessageAdded for each message it starts with)."""
-        old = self.fd
+        old, old_lock = self.fd, self.lock
         fresh = SessionWriter.create(path)
         self.path, self.id, self.fd, self.broken, self.failure = path, path.stem, fresh.fd, False, ""
+        self.lock, self.size = fresh.lock, fresh.size
         os.close(old)
+        if old_lock is not None:
+            old_lock.release()
 
     def write(self, record: dict) -> None:
         """Append one line, flushed to disk; raises SessionWriteError (once) when that fails."""
         if self.broken:
             return
         data = encode(record)
+        length = len(data)
         try:
             while data:
                 data = data[os.write(self.fd, data):]
             os.fsync(self.fd)
+            self.size += length
+            lost = self.lost()
         except OSError as exc:
-            self.broken = True
-            self.failure = f"cannot write session file {self.path}: {exc.strerror or exc}"
-            raise SessionWriteError(f"cannot write session file {self.path}: {exc.strerror or exc}") from None
+            lost = f"cannot write session file {self.path}: {exc.strerror or exc}"
+        if lost:
+            self.broken, self.failure = True, lost
+            raise SessionWriteError(lost)
+
+    def lost(self) -> str:
+        """Why the file at `path` is no longer the one being written (deleted, replaced, truncated), or ''."""
+        mine = os.fstat(self.fd)
+        try:
+            there = os.stat(self.path)
+        except FileNotFoundError:
+            return f"session file {self.path} was deleted while the run was writing it"
+        if (there.st_ino, there.st_dev) != (mine.st_ino, mine.st_dev):
+            return f"session file {self.path} was replaced while the run was writing it"
+        if mine.st_size != self.size:
+            return (f"session file {self.path} was truncated or written by another process while the run "
+                    f"was writing it ({mine.st_size} bytes, expected {self.size})")
+        return ""
 
     def __call__(self, event: Event) -> None:
         """Record the event; never raises (a failed write is kept in `failure`)."""
+        if isinstance(event, MessageAdded) and isinstance(event.message, AssistantMessage):
+            self.answered = True
+        if isinstance(event, RunEnd) and self.discard_unanswered and not self.answered \
+                and event.status not in KEPT:
+            self.discard()
+            return
         record = self.record(event)
         if record is not None:
             try:
@@ -141,8 +180,35 @@ class SessionWriter:
                     "message": event.message, "time": now_iso()}
         return None
 
+    def discard(self) -> None:
+        """Remove the file (a run that failed before any answer: nothing in it to resume)."""
+        if not self.broken and not self.lost():
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+        self.broken = True
+        self.close()
+
+    def rename(self, stem: str) -> None:
+        """Give the file (and its lock) a new name in the same directory; kept when that name is taken."""
+        path = self.path.with_name(stem + self.path.suffix)
+        if self.broken or path.exists():
+            return
+        try:
+            os.rename(self.path, path)
+        except OSError:
+            return  # the old name still works
+        self.path, self.id = path, path.stem
+        if self.lock is not None:
+            self.lock.move(path)
+
     def close(self) -> None:
+        """Close the file and give up its lock."""
         try:
             os.close(self.fd)
         except OSError:
             pass
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None

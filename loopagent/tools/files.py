@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from loopagent.clip import NO_GAP, Gap, clip
+from loopagent.counts import counted
 from loopagent.details import Details
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
@@ -98,7 +99,7 @@ class ReadFile(Tool):
         if not lines:
             return ToolResult.ok(f"{rel} is empty (0 lines)", details=Details("ok", lines=0, total_lines=0))
         if args.offset >= len(lines):
-            raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {len(lines)} lines")
+            raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {counted(len(lines), 'line')}")
         page = fit_page(lines, args.offset, args.limit)
         body = numbered(page, args.offset + 1)
         end = args.offset + len(page)
@@ -136,7 +137,7 @@ def large_page(rel: str, size: int, chunks: Iterable[bytes], args: ReadParams) -
             unread.append(dropped)
         n += 1
     if not page:
-        raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {n} lines")
+        raise ToolError(f"offset {args.offset} is past the end of {rel}, which has {counted(n, 'line')}")
     return numbered(page, args.offset + 1, unread), len(page)
 
 
@@ -238,9 +239,9 @@ class WriteFile(Tool):
         count = len(lines_of(args.content))
         diff = change.diff()
         if change.old is None:
-            return ToolResult.ok(f"created {change.rel}: new file, {count} lines", display=diff,
+            return ToolResult.ok(f"created {change.rel}: new file, {counted(count, 'line')}", display=diff,
                                  details=changed(diff))
-        return ToolResult.ok(f"wrote {change.rel}: {count} lines ({diff_stat(diff)})\n"
+        return ToolResult.ok(f"wrote {change.rel}: {counted(count, 'line')} ({diff_stat(diff)})\n"
                              f"{clip_diff(diff)}", display=diff, details=changed(diff))
 
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from loopagent.cancel import CANCELLED, Cancel
 from loopagent.clip import clip
+from loopagent.counts import counted
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
 from loopagent.tools.workspace import Workspace
@@ -394,5 +395,5 @@ class Grep(Tool):
             files = len({m[0] for m in matches})
             total = f"{len(matches)}{'+' if cut else ''}"
             body += (f"\n[{len(matches) - GREP_MAX}{'+' if cut else ''} more matches not shown; {total} in "
-                     f"{files} files; narrow with path=, glob= or a more specific pattern]")
+                     f"{counted(files, 'file')}; narrow with path=, glob= or a more specific pattern]")
         return ToolResult.ok(body)

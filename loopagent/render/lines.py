@@ -1,0 +1,95 @@
+"""What each event says on screen, as styled lines: pure values in, `Line`s out.
+
+A `Line` is a tuple of (text, style) segments; the colour sink styles them, the plain sink joins
+the text. Untrusted parts arrive here already escaped (`safe.printable`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len, set_cell_size
+
+from loopagent.counts import counted
+from loopagent.render.results import Shown
+
+Line = tuple[tuple[str, str], ...]
+WORD_STYLES = {"ok": "green", "error": "red", "denied": "yellow", "cancelled": "yellow"}
+SUMMARY_CHARS = 100  # a thinking summary longer than this is cut
+
+
+def text_of(line: Line) -> str:
+    """The line without its styles."""
+    return "".join(text for text, _ in line)
+
+
+def clipped(text: str, width: int) -> str:
+    """`text` cut to `width` cells with an ellipsis when longer (tabs as spaces)."""
+    text = text.expandtabs(4)
+    if width <= 1 or cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"
+
+
+def call_line(number: int, name: str, subject: str) -> Line:
+    """`[N] tool subject`."""
+    return ((f"[{number}] ", "dim"), (name, "bold"), (" ", ""), (subject, "cyan"))
+
+
+def result_lines(shown: Shown, owner: str, took: float | None, width: int) -> list[Line]:
+    """The result line (`ok: …`, with the call's time when given), then a command's first output lines."""
+    head: Line = (("    ", ""), (owner, "dim"), (f"{shown.word}:", WORD_STYLES[shown.word]), (" ", ""),
+                  (shown.rest, ""))
+    if took is not None and took >= 1.0 and shown.word != "denied":
+        head += ((f" ({took:.1f}s)", "dim"),)
+    out = [head]
+    out += [(("      ", ""), (clipped(ln, width - 6), "dim")) for ln in shown.head]
+    if shown.more:
+        out.append((("      ", ""), (f"… +{counted(shown.more, 'line')}", "dim")))
+    return out
+
+
+def notice_line(kind: str, text: str) -> Line:
+    """A notice among the answer: `kind: text`."""
+    return ((f"{kind}: {text}", "yellow"),)
+
+
+def compacted_line(before: int, after: int) -> Line:
+    """The context was compacted."""
+    return ((f"context compacted: {before} -> {after} tokens", "yellow"),)
+
+
+def thinking_line(text: str) -> Line:
+    """One dim line that says what the model thought about."""
+    flat = " ".join(text.split())
+    short = flat if len(flat) <= SUMMARY_CHARS else flat[:SUMMARY_CHARS - 1] + "…"
+    return ((f"thinking: {short}", "dim italic"),)
+
+
+@dataclass
+class Tally:
+    """What runs cost: steps (model requests), tokens and checkpoints."""
+
+    steps: int = 0
+    prompt: int = 0
+    completion: int = 0
+    checkpoints: int = 0
+    cost: float | None = None  # USD, when the model's price is known
+
+    def figures(self) -> str:
+        from loopagent.prices import shown_cost
+
+        spent = f", {shown_cost(self.cost)}" if self.cost is not None else ""
+        return (f"{counted(self.steps, 'step')}, {self.prompt}+{self.completion} tokens{spent}, "
+                f"{counted(self.checkpoints, 'checkpoint')}")
+
+
+def done_line(status: str, message: str, task: Tally, total: Tally | None) -> Line:
+    """The closing line of a task. Its figures are the task's; after several tasks (the REPL) the totals
+    of all of them follow, each group named."""
+    tail = f" ({message})" if message else ""
+    if total is None:
+        text = f"done: {status}, {task.figures()}{tail}"
+    else:
+        text = f"done: {status} · this task: {task.figures()} · all tasks: {total.figures()}{tail}"
+    return ((text, "green" if status == "completed" else "yellow"),)

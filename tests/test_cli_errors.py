@@ -1,0 +1,72 @@
+"""How a failed run explains itself: the error and a hint on stderr, never the key; `loop policy check`'s
+exit code for scripts. Through the real entry point against the fake server (or a closed port)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+from tests.conftest import clean_env
+from tests.fakeserver import error
+
+KEY = "sk-test-do-not-print-4242"
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_server_ends_with_a_hint_on_stderr(run_loop, tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", url, "--api-key", KEY, "hi",
+                    env={"LOOP_RETRIES": "0"})
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout.splitlines()[-1])
+    assert result["type"] == "result" and result["status"] == "model_error"
+    err = proc.stderr.splitlines()
+    assert err[-2].startswith(f"loop: error: cannot reach {url}")
+    assert err[-1] == "loop: hint: start a server there, pass --base-url URL, or run `loop doctor` to probe it"
+    assert KEY not in proc.stderr + proc.stdout
+
+
+def test_the_hint_goes_to_stderr_in_the_terminal_renderer_too(run_loop, tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    proc = run_loop("agent", "-C", str(tmp_path), "--base-url", url, "hi", env={"LOOP_RETRIES": "0"})
+    assert proc.returncode == 1
+    assert "loop: hint: start a server there" in proc.stderr and "hint" not in proc.stdout
+
+
+def test_a_401_without_a_key_hints_at_the_key_options(run_loop, server, tmp_path):
+    server.add(error(401, "missing API key"))
+    proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi")
+    assert proc.returncode == 1
+    assert "loop: error: HTTP 401" in proc.stderr
+    assert proc.stderr.splitlines()[-1] == \
+        "loop: hint: the server wants an API key: pass --api-key KEY or set LOOP_API_KEY"
+
+
+def test_a_401_with_a_key_says_it_was_refused_and_never_prints_it(run_loop, server, tmp_path):
+    server.add(error(401, f"invalid key {KEY}"))  # a server that echoes the key back
+    proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi",
+                    env={"LOOP_API_KEY": KEY})
+    assert proc.returncode == 1
+    assert "refused the API key: check --api-key or LOOP_API_KEY" in proc.stderr
+    assert KEY not in proc.stderr and "[redacted]" in proc.stderr
+
+
+def test_other_model_errors_get_no_hint(run_loop, server, tmp_path):
+    server.add(error(400, "bad request"))
+    proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi")
+    assert proc.returncode == 1 and "hint" not in proc.stderr
+
+
+def test_policy_check_exit_code_lets_a_script_branch(tmp_path, loop_home):
+    script = ('for c in "ls" "make deploy" "rm -rf /"; do loop_() { "$PY" -m loopagent policy check -C "$WS" "$1"; }; '
+              'loop_ "$c" >/dev/null; echo "$c=$?"; done')
+    env = {**clean_env(loop_home), "PY": sys.executable, "WS": str(tmp_path), "LOOP_ALLOW": '["ls"]'}
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.stdout.splitlines() == ["ls=0", "make deploy=3", "rm -rf /=4"], proc.stderr

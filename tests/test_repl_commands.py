@@ -1,0 +1,166 @@
+"""Slash commands in a real pty: /undo and /rewind tell the model, /compact and /tokens report once and
+in steps, Tab completes a single candidate and the values of /approval and /model, the prompt history
+keeps no answers of /rewind, and a resumed session says what it is."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakeserver import text, tools
+from tests.pty import TOOLBAR, terminals
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("hello\n")
+    return ws
+
+
+@pytest.fixture
+def term(server, workspace, loop_home) -> Iterator:
+    for start in terminals(server, workspace, loop_home):
+        yield functools.partial(start, wait_prompt=True)
+
+
+def user_texts(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def session_records(loop_home: Path) -> list[dict]:
+    files = sorted((loop_home / "sessions").rglob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    return [json.loads(line) for line in files[-1].read_text().splitlines()]
+
+
+def test_undo_tells_the_model_which_calls_it_undid(term, server, workspace, loop_home):
+    server.add(tools(("write_file", {"path": "new.txt", "content": "made\n"})), text("Created new.txt."),
+               text("Right, it is gone."))
+    t = term()
+    t.line("create new.txt")
+    t.expect("done: completed")
+    assert (workspace / "new.txt").exists()
+    t.prompt()
+    t.line("/undo")
+    out = t.expect(TOOLBAR)
+    assert "undone" in out and "note for the model" in out
+    assert not (workspace / "new.txt").exists()
+    t.line("is new.txt there?")
+    t.expect("done: completed")
+    notes = [m for m in user_texts(server.requests[-1]) if "undid" in m]
+    assert len(notes) == 1
+    assert "call 1 (write_file new.txt)" in notes[0] and "before write_file new.txt" in notes[0]
+    assert user_texts(server.requests[-1])[-1] == "is new.txt there?"
+    saved = [r["content"] for r in session_records(loop_home) if r.get("role") == "user"]
+    assert notes[0] in saved  # the session keeps what the model was told
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0
+
+
+def test_rewinding_only_the_files_tells_the_model(term, server, workspace):
+    server.add(tools(("write_file", {"path": "a.txt", "content": "one\n"})), text("first"),
+               tools(("edit_file", {"path": "a.txt", "old_string": "one", "new_string": "two"})), text("second"),
+               text("ok"))
+    t = term()
+    t.line("write one")
+    t.expect("done: completed")
+    t.prompt()
+    t.line("make it two")
+    t.expect("done: completed")
+    assert (workspace / "a.txt").read_text() == "two\n"
+    t.prompt()
+    t.line("/rewind 2")
+    t.expect(r"\[c\]onversation")
+    t.line("f")
+    t.expect("files restored")
+    t.prompt()
+    assert (workspace / "a.txt").read_text() == "one\n"
+    t.child.sendcontrol("u")  # /rewind put the message back into the input line
+    t.line("what is in a.txt?")
+    t.expect("done: completed")
+    note = next(m for m in user_texts(server.requests[-1]) if "undid" in m)
+    assert "call 2 (edit_file a.txt)" in note
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0
+
+
+def test_compact_reports_once_and_tokens_counts_steps(term, server):
+    long = "word " * 700
+    server.add(text(long), text(long), text(long), text("Summary of the work so far."))
+    t = term()
+    for n in range(3):
+        t.line(f"task {n}")
+        t.expect("done: completed")
+        t.prompt()
+    t.line("/compact")
+    out = t.expect(TOOLBAR)
+    assert out.count("compacted") == 1, out
+    t.line("/tokens")
+    out = t.expect(TOOLBAR)
+    assert "step" in out and "turn" not in out
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0
+
+
+def test_tab_completes_a_single_candidate_and_command_values(term, loop_home):
+    t = term()
+    t.child.send("/appr\t")
+    t.child.send(" as\t")
+    t.line("")
+    assert "approval: ask" in t.expect(TOOLBAR)
+    t.child.send("/model def\t")
+    t.line("")
+    assert "model: default" in t.expect(TOOLBAR)
+    t.child.send("/exi\t")
+    t.line("")
+    assert t.exit_code() == 0
+    assert "/approval ask" in (loop_home / "history").read_text()
+
+
+def test_tab_completes_workspace_paths_after_an_at(term, server, workspace):
+    (workspace / "notes.md").write_text("n\n")
+    server.add(text("seen"))
+    t = term()
+    t.child.send("look at @not\t")
+    t.line("")
+    t.expect("done: completed")
+    assert "@notes.md" in user_texts(server.requests[0])[0]
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0
+
+
+def test_rewind_answers_stay_out_of_the_prompt_history(term, server, loop_home):
+    server.add(text("one"), text("two"))
+    t = term()
+    t.line("first question")
+    t.expect("done: completed")
+    t.prompt()
+    t.line("/rewind")
+    t.expect(r"rewind to which message\?")
+    t.line("1")
+    t.expect(r"\[c\]onversation")
+    t.line("c")
+    t.expect("conversation rewound")
+    t.prompt()
+    t.child.sendcontrol("u")
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0
+    entries = [line[1:] for line in (loop_home / "history").read_text().splitlines() if line.startswith("+")]
+    assert entries == ["first question", "/rewind"]
+
+
+def test_resume_shows_the_session_its_task_and_last_exchanges(term, server, run_loop, workspace):
+    server.add(text("The answer is 42."))
+    done = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "what is the answer?")
+    assert done.returncode == 0, done.stderr
+    t = term("--resume", "last")
+    shown = t.seen
+    assert "resumed session" in shown and "last active just now" in shown
+    assert "task: what is the answer?" in shown and "The answer is 42." in shown
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0
