@@ -85,3 +85,28 @@ def run_loop(loop_home: Path):
         )
 
     return run
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A workspace holding one file, a.txt ("hello")."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("hello\n")
+    return ws
+
+
+@pytest.fixture
+def terminal(server, workspace: Path, loop_home: Path) -> Iterator:
+    """`start(*args)`: `loop agent -C workspace --base-url server …` on a real pty (tests/pty.py)."""
+    from tests.pty import terminals
+
+    yield from terminals(server, workspace, loop_home)
+
+
+@pytest.fixture
+def term(terminal) -> Iterator:
+    """Like `terminal`, but each start waits for the REPL's prompt."""
+    import functools
+
+    yield functools.partial(terminal, wait_prompt=True)

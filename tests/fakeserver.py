@@ -121,6 +121,11 @@ def completion(content: str | None = None, calls: Iterable[tuple[str, Any]] = ()
     return Reply(body=json.dumps(body).encode())
 
 
+def user_texts(request: dict) -> list[str]:
+    """The user messages of a request the server received."""
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
     body = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
     return Reply(status=status, body=body, headers={"Content-Type": "application/json", **(headers or {})})

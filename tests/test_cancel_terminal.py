@@ -4,14 +4,13 @@ approval question. Nothing of the turn runs after it; one-shot exits 130, the RE
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import wait_for, where_shells_run
 from tests.fakeserver import Reply, text, text_events, tools
-from tests.pty import ANSI, TOOLBAR, Terminal, terminals
+from tests.pty import ANSI, TOOLBAR
 from tests.test_tools_e2e import nested_venv
 
 THREE_CALLS = (
@@ -22,16 +21,8 @@ THREE_CALLS = (
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("hello\n")
-    return ws
-
-
-@pytest.fixture
-def terminal(server, ws, loop_home) -> Iterator[Callable[..., Terminal]]:
-    yield from terminals(server, ws, loop_home)
+def ws(workspace: Path) -> Path:
+    return workspace  # conftest's: a.txt ("hello"); `terminal` runs loop in it
 
 
 def assert_turn_stopped(ws: Path, out: str) -> None:

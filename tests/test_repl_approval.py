@@ -6,31 +6,16 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pexpect
 import pytest
 
 from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import text, tools
-from tests.pty import ANSI, terminals
+from tests.pty import ANSI
 
 EDIT = (("read_file", {"path": "a.txt"}),
         ("edit_file", {"path": "a.txt", "old_string": "hello", "new_string": "bye"}))
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("hello\n")
-    return ws
-
-
-@pytest.fixture
-def terminal(server, workspace, loop_home) -> Iterator:
-    yield from terminals(server, workspace, loop_home)
 
 
 def screen(t) -> str:

@@ -4,33 +4,11 @@ keeps no answers of /rewind, and a resumed session says what it is."""
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from tests.fakeserver import text, tools
-from tests.pty import TOOLBAR, terminals
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("hello\n")
-    return ws
-
-
-@pytest.fixture
-def term(server, workspace, loop_home) -> Iterator:
-    for start in terminals(server, workspace, loop_home):
-        yield functools.partial(start, wait_prompt=True)
-
-
-def user_texts(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+from tests.fakeserver import text, tools, user_texts
+from tests.pty import TOOLBAR
 
 
 def session_records(loop_home: Path) -> list[dict]:

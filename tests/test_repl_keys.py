@@ -4,15 +4,12 @@ gate: the fake server streams the start of a reply, then waits for the test to r
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.fakeserver import Reply, text, text_events, tool_events
-from tests.pty import terminals
+from tests.fakeserver import Reply, text, text_events, tool_events, user_texts
 
 
 class Gate:
@@ -42,24 +39,6 @@ def gate() -> Iterator[Gate]:
     g = Gate()
     yield g
     g.open()  # never leave a server thread waiting
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("hello\n")
-    return ws
-
-
-@pytest.fixture
-def term(server, workspace, loop_home) -> Iterator:
-    for start in terminals(server, workspace, loop_home):
-        yield functools.partial(start, wait_prompt=True)
-
-
-def user_texts(request: dict) -> list[str]:
-    return [m["content"] for m in request["messages"] if m["role"] == "user"]
 
 
 def test_ctrl_d_typed_while_the_answer_streams_exits_when_the_turn_ends(term, server, gate):

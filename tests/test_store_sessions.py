@@ -23,7 +23,8 @@ def sessions(loop_home: Path) -> list[Path]:
     return sorted((loop_home / "sessions").glob("*/*.jsonl"))
 
 
-def test_a_compacted_session_resumes_compacted(run_loop, server, tmp_path, loop_home):
+def compacted_run(run_loop, server, tmp_path: Path) -> tuple[Path, str]:
+    """A one-shot run over twelve files whose window forces a compaction; (workspace, its --ctx-size)."""
     ws = tmp_path / "ws"
     ws.mkdir()
     for k in range(12):
@@ -34,6 +35,11 @@ def test_a_compacted_session_resumes_compacted(run_loop, server, tmp_path, loop_
     server.add(*[dispatch(turns)] * 20)
     ctx = ctx_for(limit)
     assert agent(run_loop, server, ws, "--ctx-size", ctx, task).returncode == 0
+    return ws, ctx
+
+
+def test_a_compacted_session_resumes_compacted(run_loop, server, tmp_path, loop_home):
+    ws, ctx = compacted_run(run_loop, server, tmp_path)
     compactions = sum("tools" not in b for b in server.requests)
     assert compactions >= 1
     with FakeServer([text("They still list balances.")]) as again:
@@ -111,16 +117,7 @@ def test_an_interactive_session_is_named_from_its_first_task(server, tmp_path, l
 
 def test_an_interactive_resume_of_a_compacted_session_does_not_summarise_again(run_loop, server, tmp_path,
                                                                               loop_home):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for k in range(12):
-        write_lines(ws / f"f{k}.txt", 12, f"f{k}")
-    task = "Summarise what the twelve files say."
-    limit = base_tokens(run_loop, ws, task) + 1600
-    turns = [tools(("read_file", {"path": f"f{k}.txt"})) for k in range(12)] + [text("They list balances.")]
-    server.add(*[dispatch(turns)] * 20)
-    ctx = ctx_for(limit)
-    assert agent(run_loop, server, ws, "--ctx-size", ctx, task).returncode == 0
+    ws, ctx = compacted_run(run_loop, server, tmp_path)
     with FakeServer([text("They still list balances.")]) as again:
         t = repl(again, ws, loop_home, "--ctx-size", ctx, "--resume", "last")
         try:

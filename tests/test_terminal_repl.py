@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from tests.conftest import clean_env
 from tests.fakeserver import Reply, text, text_events, tool_events, tools
-from tests.pty import TOOLBAR, Terminal, terminals
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("hello\n")
-    return ws
-
-
-@pytest.fixture
-def term(server, workspace, loop_home) -> Iterator:
-    """Start `loop agent` without a task (the REPL) on a pty, waiting for its prompt."""
-    for start in terminals(server, workspace, loop_home):
-        yield functools.partial(start, wait_prompt=True)
+from tests.pty import TOOLBAR, Terminal
 
 
 def test_task_shows_tool_line_and_diff_then_undo_restores(term, server, workspace):
