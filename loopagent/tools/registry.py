@@ -82,7 +82,7 @@ class Registry:
             raw = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
             return ToolResult.error(
-                f"arguments for {call.name} are not valid JSON ({exc.msg} at position {exc.pos}); "
+                f"arguments for {call.name} are not valid JSON ({exc.msg.removesuffix(' at')} at position {exc.pos}); "
                 "send a JSON object"
             ).answering(call)
         if not isinstance(raw, dict):
