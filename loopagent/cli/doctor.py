@@ -20,12 +20,9 @@ from loopagent.render.safe import printable
 TEXT_PROMPT = "Reply with the single word: ok"
 # Shaped like a run's first request (a coding agent, read_file): small models call tools for that
 # more readily than for a toy tool (gemma-3-270m on llama-cpp-python ignores a weather tool).
-TOOL_SYSTEM = "You are a coding agent. Use the tools to look at files."
+# The tool requests are a run's first request (loop's system prompt and tools), so the verdict is what a
+# run meets: gemma-3-270m on llama-cpp-python answered a looser prompt empty although runs call tools.
 TOOL_PROMPT = "Read README.md and tell me what it says."
-READ_FILE = {"type": "function", "function": {
-    "name": "read_file", "description": "Read a text file in the workspace.",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "Path relative to the "
-                                                             "workspace"}}, "required": ["path"]}}}
 TEXT_TOKENS, TOOL_TOKENS = 32, 64  # a tool call needs a little more room than "ok"
 CONNECT_TIMEOUT, READ_TIMEOUT, GET_TIMEOUT = 3.0, 30.0, 5.0  # seconds; a local model may be busy or slow
 DEFAULT_CTX = 16384
@@ -112,7 +109,7 @@ def examine(config, host, provider: str) -> Report:
     import httpx
 
     from loopagent.cli.build import make_client
-    from loopagent.messages import SystemMessage, UserMessage
+    from loopagent.messages import UserMessage
     from loopagent.secrets import Redactor, known_secrets, public_url
 
     settings = config.settings
@@ -133,15 +130,25 @@ def examine(config, host, provider: str) -> Report:
         ctx = probe_context(http, settings.base_url, settings.model, provider, timeout=GET_TIMEOUT)
         text = ask(client, [UserMessage(TEXT_PROMPT)], [], True, host.clock)
         client.max_tokens = TOOL_TOKENS
-        task = [SystemMessage(TOOL_SYSTEM), UserMessage(TOOL_PROMPT)]
-        streamed = ask(client, task, [READ_FILE], True, host.clock)
-        plain = ask(client, task, [READ_FILE], False, host.clock)
+        task, tools = first_request()
+        streamed = ask(client, task, tools, True, host.clock)
+        plain = ask(client, task, tools, False, host.clock)
     finally:
         http.close()
         client.close()
     judge(report, config, text, streamed, plain, ctx)
     record(report, host, provider, settings, streamed, plain, ctx)
     return report
+
+
+def first_request() -> tuple[list, list]:
+    """The messages and tools of a run's first request (without AGENTS.md: doctor has no workspace)."""
+    from loopagent.messages import SystemMessage, UserMessage
+    from loopagent.prompt import system_prompt
+    from loopagent.tools import Registry, default_tools
+
+    tools = list(Registry(default_tools()).specs())
+    return [SystemMessage(system_prompt([t.name for t in tools])), UserMessage(TOOL_PROMPT)], tools
 
 
 def listed(report: Report, http, settings, hide) -> bool:
@@ -243,7 +250,7 @@ def tool_path(probe: Probe, recover: bool) -> tuple[str, str, bool]:
         return "no", probe.error, False
     if probe.reply.tool_calls:
         return "yes", ", ".join(c.name for c in probe.reply.tool_calls), True
-    if recover and recovered(probe.reply, [READ_FILE]) is not None:
+    if recover and recovered(probe.reply, first_request()[1]) is not None:
         return "yes", "written into the text; loop takes it as a call", True
     return "no", f"answered without a tool call: {_quote(probe.reply.text)}", False
 
