@@ -67,6 +67,26 @@ class Settings(BaseSettings):
     provider: Literal["openai", "ollama"] = "openai"  # ollama: its native /api/chat (sets num_ctx)
     # {"MODEL": {"input": USD, "output": USD}} per million tokens: the run's cost (loopagent/prices.py)
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # {"NAME": {"command", "args", "env", ...}}: user file or --mcp-config only (USER_ONLY), loopagent/mcp/
+    mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("mcp_servers", mode="before")
+    @classmethod
+    def _mcp_servers(cls, value: Any) -> Any:
+        from loopagent.mcp.settings import check_servers
+
+        return check_servers(value)
+
+    # {"pre_tool"|"post_tool"|"stop"|"session_start": [{"match", "command", "timeout", "on_error"}]}: user
+    # file only (a project file's are ignored with a warning: PROJECT_TIGHTENS lacks it), loopagent/hooks.py
+    hooks: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _hooks(cls, value: Any) -> Any:
+        from loopagent.hooks import check_hooks
+
+        return check_hooks(value)
 
     @field_validator("prices", mode="before")
     @classmethod
@@ -113,6 +133,9 @@ OLLAMA_URL = "http://127.0.0.1:11434"  # the base URL when provider is ollama an
 RULE_LISTS = ("allow", "deny")
 SANDBOX_MODES = ("off", "workspace-write", "read-only")  # weakest first, as in loopagent/sandbox/spec.py
 ADDITIVE = ("allow", "deny", "env_allow")
+# Settings that start programs: a project file's are dropped unvalidated (opening a repository starts nothing).
+USER_ONLY = {"mcp_servers": "a repository must not start programs by being opened; "
+                            "declare servers in the user file or with --mcp-config"}
 # What a project file may set, and how. Every other key (base_url, api_key, model, allow,
 # env_allow, fields added later) is ignored from a project file.
 PROJECT_TIGHTENS = {
@@ -245,6 +268,7 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
 
     validate_file(user)
     layer(config, values, user(), user.where, user)
+    drop_user_only(project, config.warnings)
     validate_file(project)
     allowed = tighten_only(project, Settings(**values), config.warnings)
     layer(config, values, allowed, project.where, project)
@@ -299,6 +323,15 @@ def validate(values: dict[str, Any], where) -> None:
 
             shown = public_url(shown)
         raise ConfigError.invalid(name, err, shown) from None
+
+
+def drop_user_only(project: JsonFileSource, warnings: list[str]) -> None:
+    """Take USER_ONLY keys out of a project file, one warning each, naming what was declared."""
+    for key, why in USER_ONLY.items():
+        if key in project.values:
+            value = project.values.pop(key)
+            names = ", ".join(map(str, value)) if isinstance(value, dict) else type(value).__name__
+            warnings.append(f'{project.where(key)}: ignored "{key}" ({names}); {why}')
 
 
 def tighten_only(project: JsonFileSource, current: Settings, warnings: list[str]) -> dict[str, Any]:
@@ -358,8 +391,9 @@ def describe(config: Config) -> list[tuple[str, str, str]]:
             shown = "(not set)" if value is None else "******** (set)"
         elif name == "base_url":
             shown = shown_value(name, value)
-        elif isinstance(value, (list, dict)):  # dict: prices
-            shown = json.dumps(value)
+        elif isinstance(value, (list, dict)):  # prices, hooks; MCP servers' env values may be keys
+            shown = json.dumps({k: {**v, "env": dict.fromkeys(v.get("env") or {}, "***")} for k, v in value.items()}
+                               if name == "mcp_servers" else value)
         else:
             shown = "(none)" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
         rows.append((name, shown, config.sources[name]))

@@ -36,6 +36,7 @@ from loopagent.events import (
     TurnStart,
 )
 from loopagent.guards import QUESTION_NUDGE, Repeats, asks_or_defers
+from loopagent.hooks import MAX_STOP_BLOCKS, Hooks
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
 from loopagent.policy import Decision, Policy
 from loopagent.reply import stream_reply
@@ -81,6 +82,8 @@ class Agent:
     before_change: Callable[[ToolCall, str], None] = lambda call, subject: None
     # What the usage so far cost in USD, when the model's price is known (loopagent/prices.py).
     price: Callable[[Usage], float | None] = lambda usage: None
+    # The user's hooks (loopagent/hooks.py): around each call the policy let through, and at the end.
+    hooks: Hooks = field(default_factory=Hooks)
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -97,6 +100,8 @@ class Agent:
         cancel = cancel or Cancel()
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
         run = Tally(Repeats(self.emit), self.registry.specs())
+        for context in self.hooks.session_start(task, self.emit, cancel):  # once per agent, before any request
+            self.add(history, UserMessage(f"[session_start hook] {context}"))
         while True:
             if (why := self.blocked(run, cancel)) is not None:
                 return self.end(run, *why)
@@ -119,7 +124,8 @@ class Agent:
             self.emit(TurnEnd(run.steps, run.usage))
             if (why := self.blocked(run, cancel, ended=not reply.tool_calls)) is not None:
                 return self.end(run, *why)
-            if not reply.tool_calls and not self.nudged(history, reply, run):
+            if not reply.tool_calls and not self.nudged(history, reply, run) \
+                    and not self.held(history, reply, run, cancel):  # a stop hook may send the model back
                 return self.end(run, "completed")
 
     def told_cut(self, history: list[Message], run: Tally, cut: OutputCut) -> bool:
@@ -192,6 +198,16 @@ class Agent:
         self.add(history, UserMessage(QUESTION_NUDGE))
         return True
 
+    def held(self, history: list[Message], reply: AssistantMessage, run: Tally, cancel: Cancel) -> bool:
+        """A stop hook that blocks sends its reason back as a user message, at most MAX_STOP_BLOCKS times."""
+        if run.hook_stops >= MAX_STOP_BLOCKS:
+            return False
+        if not (reason := self.hooks.stop(reply.text, self.emit, cancel)):
+            return False
+        run.hook_stops += 1
+        self.add(history, UserMessage(reason))
+        return True
+
     def act(self, history: list[Message], reply: AssistantMessage, run: Tally, tools: ToolContext) -> None:
         """Run the reply's calls; each result is shown and stored only after every rewrite."""
         for call, result in self.run_calls(reply, tools):
@@ -219,7 +235,7 @@ class Agent:
         batch: list[Prepared] = []
         for call in reply.tool_calls:
             stopped = CANCELLED if tools.cancel.is_set() else self.health() and f"not run: {self.health()}"
-            admitted = self.skipped(call, stopped) if stopped else self.admit(call, tools)
+            admitted = self.skipped(call, stopped) if stopped else self.hooked(self.admit(call, tools), tools)
             if isinstance(admitted, Prepared) and admitted.read_only:
                 batch.append(admitted)
                 continue
@@ -259,6 +275,14 @@ class Agent:
             return ToolResult.error("denied: the user did not approve this call", Details("denied")).answering(call)
         return ToolResult.error(f"denied by policy: {decision.reason} ({decision.rule})", Details("denied")).answering(call)
 
+    def hooked(self, admitted: Prepared | ToolResult, tools: ToolContext) -> Prepared | ToolResult:
+        """A call the policy let through, unless a pre_tool hook blocks it (then it never runs)."""
+        if not isinstance(admitted, Prepared):
+            return admitted
+        if why := self.hooks.pre_tool(admitted.call, admitted.arguments, self.emit, tools.cancel):
+            return ToolResult.error(f"blocked by hook: {why}", Details("denied")).answering(admitted.call)
+        return admitted
+
     def run_batch(self, batch: list[Prepared], tools: ToolContext) -> Iterator[tuple[ToolCall, ToolResult]]:
         """Run together (worker threads when more than one); every tool watches the token, so a cancel
         ends the batch promptly, and nothing keeps running after it."""
@@ -274,7 +298,8 @@ class Agent:
             with ThreadPoolExecutor(max_workers=min(8, len(batch))) as pool:
                 results = list(pool.map(lambda p: self.registry.run(p, tools), batch))
         for p, result in zip(batch, results, strict=True):
-            yield p.call, result
+            # post_tool hooks see what ran and may add to it (a cancelled turn runs none: see hooks.py)
+            yield p.call, self.hooks.post_tool(p.call, p.arguments, result, self.emit, tools.cancel)
 
 
 @dataclass
@@ -288,3 +313,4 @@ class Tally:
     needed_approval: bool = False
     nudges: int = 0
     cut: bool = False  # the model was told once that a reply was cut at max_tokens
+    hook_stops: int = 0  # times a stop hook sent the model back

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from loopagent.cli import config_cmd, state_cmd
+from loopagent.cli import config_cmd, mcp_cmd, state_cmd
 
 app = typer.Typer(
     name="loop", no_args_is_help=True, pretty_exceptions_enable=False,
@@ -97,6 +97,21 @@ Sandbox = Annotated[str | None, typer.Option(
     help=f"Where shell commands may write: workspace-write, read-only or off. {default('sandbox')}")]
 
 
+McpConfig = mcp_cmd.McpConfig
+
+
+def mcp_servers_of(path: Path | None, json_out: bool) -> dict | None:
+    """The servers of --mcp-config FILE (a flag, like the user file, may start programs); None without it."""
+    if path is None:
+        return None
+    from loopagent.mcp.settings import read_servers
+
+    try:
+        return read_servers(path)
+    except ValueError as exc:
+        raise refuse(str(exc), json_out) from None
+
+
 @app.command(epilog=EPILOG, short_help="Run a task, or start the interactive REPL.")
 def agent(
     task: Task = None,
@@ -115,7 +130,7 @@ def agent(
         "--ctx-size", metavar="auto|TOKENS",
         help=f"Context window the history must fit in; auto asks the server, else 16384. {default('ctx_size')}",
     )] = None,
-    max_tokens_total: TokensTotal = None,
+    max_tokens_total: TokensTotal = None, mcp_config: McpConfig = None,
     json_out: Annotated[bool, typer.Option("--json", help="Headless: JSON lines on stdout, never asks.")] = False,
     resume: Annotated[str | None, typer.Option(
         "--resume", metavar="SESSION", help='Continue a saved session: "last", an id, or a path.')] = None,
@@ -143,7 +158,7 @@ def agent(
         "approval": approval.lower() if approval else None, "max_steps": max_steps,
         "ctx_size": int(ctx_size) if ctx_size and ctx_size.isdigit() else ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
         "sandbox": sandbox.lower() if sandbox else None, "sandbox_network": True if network else None,
-        "provider": provider.lower() if provider else None,
+        "provider": provider.lower() if provider else None, "mcp_servers": mcp_servers_of(mcp_config, json_out),
     }
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))
@@ -199,6 +214,7 @@ def doctor(
 
 state_cmd.register(app)  # sessions, checkpoints, undo, redo
 config_cmd.register(app)  # config, policy check
+mcp_cmd.register(app)  # mcp list
 
 
 def explain(exc: typer.TyperException) -> int:

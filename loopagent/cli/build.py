@@ -141,6 +141,36 @@ def output(opts: RunOptions, host: Host) -> tuple[Any, Any]:
     return None, TerminalRenderer(host.out, show_thinking=opts.show_thinking, env=host.env)
 
 
+def hooks_for(settings: Settings, workspace: Path, env: Mapping[str, str]):
+    """The user's hooks (user file only, see config.py), run in the workspace with `env` (no secrets)."""
+    from loopagent.hooks import Hooks, parse_hooks
+
+    return Hooks(parse_hooks(settings.hooks), cwd=workspace, env=env)
+
+
+def start_mcp(settings: Settings, host: Host, workspace: Path) -> list:
+    """The tools of the configured MCP servers, started in parallel (none configured: nothing imported).
+
+    A server that fails is one warning on `host.err`; its processes end when loop exits (atexit)."""
+    if not settings.mcp_servers:
+        return []
+    from loopagent.mcp import start_servers
+    from loopagent.tools import default_tools
+
+    _hub, tools, warnings = start_servers(settings.mcp_servers, host.home, host.env, workspace,
+                                          [t.name for t in default_tools()])
+    for warning in warnings:
+        print(f"loop: warning: {printable(warning)}", file=host.err)
+    return tools
+
+
+def mcp_prefixes(settings: Settings) -> list[str]:
+    """`mcp__NAME__` of every configured server: rules about its tools load even when it did not start."""
+    import re
+
+    return [f"mcp__{re.sub(r'[^A-Za-z0-9_-]', '_', name)}__" for name in settings.mcp_servers]
+
+
 def approver_for(renderer, sandbox, host: Host):
     """The terminal's approver. With stdout redirected the renderer writes to a file: the question and
     its context go to the terminal instead."""
@@ -169,8 +199,10 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
 
     settings = config.settings
     environ = {**host.environ, **opts.extra_env}
-    registry = Registry(default_tools())
-    check_rules(config.rules, registry.tools)  # a rule naming no tool is a load error, never a shell rule
+    mcp_tools = start_mcp(settings, host, opts.workspace)
+    registry = Registry([*default_tools(), *mcp_tools])
+    # a rule naming no tool is a load error, never a shell rule; a configured server's tools may be missing
+    check_rules(config.rules, registry.tools, mcp_prefixes(settings))
     try:
         sandbox = open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ,
                                config.sources["sandbox"])
@@ -192,6 +224,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     approver = None if headless else approver_for(renderer, sandbox, host)
     settings = discovery.apply(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     env, redactor = scrub_secrets(settings, environ)
+    hooks = hooks_for(settings, workspace.root, env)
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
         tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
@@ -201,8 +234,9 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
         limits=Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
                       max_nudges=2 if headless else 0),
         context=ContextWindow(settings.ctx_size, settings.max_tokens),
-        price=pricer(settings.prices, settings.model),
+        price=pricer(settings.prices, settings.model), hooks=hooks,
     )
+    agent.listeners.insert(0, hooks.observe)  # learns the session id the hooks' JSON carries
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
     return Built(agent, config, interactive, printer, renderer, system)
