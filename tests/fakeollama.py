@@ -12,8 +12,10 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakeserver import Serving
 
 STAMP = "2026-12-01T12:00:00.000000Z"
 
@@ -91,29 +93,23 @@ class FakeOllama:
         self.requests: list[dict] = []  # /api/chat bodies
         self.paths: list[str] = []  # every request, as "METHOD /path"
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._serving = Serving(_handler(self))
+        self._stop = self._serving.stop
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self._serving.port}"
 
     def add(self, *replies: Script) -> None:
         with self._lock:
             self.script.extend(replies)
 
     def __enter__(self) -> FakeOllama:
-        self._thread.start()
+        self._serving.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
+        self._serving.close()
 
     def next_reply(self, body: dict) -> OllamaReply:
         with self._lock:

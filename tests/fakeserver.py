@@ -136,6 +136,31 @@ def error(status: int, message: str, headers: dict[str, str] | None = None) -> R
 Script = Reply | Callable[[dict], Reply]
 
 
+class Serving:
+    """An HTTP server on 127.0.0.1 in a daemon thread (the fake servers' plumbing). `stop` is set before
+    it shuts down, so a reply that waits (a delay, a hang) ends with it."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self.stop = threading.Event()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                       daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+
 class FakeServer:
     """Use as a context manager; `url` is the base URL to give `loop` (…/v1)."""
 
@@ -153,32 +178,26 @@ class FakeServer:
         self.requests: list[dict] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._serving = Serving(self._handler())
+        self._stop = self._serving.stop
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._serving.port}/v1"
 
     def add(self, *replies: Script) -> None:
         with self._lock:
             self.script.extend(replies)
 
     def __enter__(self) -> FakeServer:
-        self._thread.start()
+        self._serving.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        self._stop.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10)
+        self._serving.close()
 
     def _next(self, body: dict) -> Reply:
         with self._lock:

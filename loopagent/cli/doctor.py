@@ -9,6 +9,7 @@ learns (streamed tool calls, context size) goes to servers.json as a run would r
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -141,8 +142,10 @@ def examine(config, host, provider: str) -> Report:
     return report
 
 
+@functools.cache
 def first_request() -> tuple[list, list]:
-    """The messages and tools of a run's first request (without AGENTS.md: doctor has no workspace)."""
+    """The messages and tools of a run's first request (without AGENTS.md: doctor has no workspace);
+    built once, as both tool probes and the judging of their replies need it."""
     from loopagent.messages import SystemMessage, UserMessage
     from loopagent.prompt import system_prompt
     from loopagent.tools import Registry, default_tools
