@@ -28,7 +28,8 @@ from pydantic_settings import (
 )
 
 from loopagent.errors import ConfigError  # defined in the error tree; importable from here as before
-from loopagent.policy import MODES, Rule
+from loopagent.policy import Rule
+from loopagent.project import USER_ONLY, drop_user_only, shown_value, tighten_only
 
 
 class Settings(BaseSettings):
@@ -69,6 +70,11 @@ class Settings(BaseSettings):
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     # {"NAME": {"command", "args", "env", ...}}: user file or --mcp-config only (USER_ONLY), loopagent/mcp/
     mcp_servers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # After a final answer: the command that decides whether the task is done (not from a project file)
+    check: str | None = None
+    check_retries: int = Field(2, ge=0)  # how often a failing check's output goes back to the model
+    check_timeout: float = Field(600.0, gt=0)
+    timeout: float | None = Field(None, gt=0)  # wall-clock seconds of a run (status time_limit)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod
@@ -78,7 +84,7 @@ class Settings(BaseSettings):
         return check_servers(value)
 
     # {"pre_tool"|"post_tool"|"stop"|"session_start": [{"match", "command", "timeout", "on_error"}]}: user
-    # file only (a project file's are ignored with a warning: PROJECT_TIGHTENS lacks it), loopagent/hooks.py
+    # file only (USER_ONLY in loopagent/project.py), loopagent/hooks.py
     hooks: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
 
     @field_validator("hooks", mode="before")
@@ -129,23 +135,11 @@ class Settings(BaseSettings):
 
 
 ENV_KEYS = {name: f"LOOP_{name.upper()}" for name in Settings.model_fields}
+ENV_VAR_KEYS = {var: name for name, var in ENV_KEYS.items()}
+USER_ONLY_VARS = frozenset(ENV_KEYS[name] for name in USER_ONLY)
 OLLAMA_URL = "http://127.0.0.1:11434"  # the base URL when provider is ollama and none is given
 RULE_LISTS = ("allow", "deny")
-SANDBOX_MODES = ("off", "workspace-write", "read-only")  # weakest first, as in loopagent/sandbox/spec.py
 ADDITIVE = ("allow", "deny", "env_allow")
-# Settings that start programs: a project file's are dropped unvalidated (opening a repository starts nothing).
-USER_ONLY = {"mcp_servers": "a repository must not start programs by being opened; "
-                            "declare servers in the user file or with --mcp-config"}
-# What a project file may set, and how. Every other key (base_url, api_key, model, allow,
-# env_allow, fields added later) is ignored from a project file.
-PROJECT_TIGHTENS = {
-    "approval": "stricter", "deny": "add", "checkpoints": "enable",
-    "sandbox": "stricter sandbox", "sandbox_network": "disable",
-    **{name: "lower" for name in (
-        "max_steps", "max_tokens_total", "ctx_size", "max_tokens", "retries", "connect_timeout",
-        "read_timeout", "first_token_timeout", "shell_timeout", "instructions_max_bytes")},
-}
-
 
 def loop_home(environ: Mapping[str, str] | None = None) -> Path:
     """$LOOP_HOME, default ~/.loop."""
@@ -214,7 +208,8 @@ class EnvSource(EnvSettingsSource):
         super().__init__(settings_cls, env_prefix="LOOP_", env_ignore_empty=True)
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {k.lower(): v for k, v in self.environ.items() if v != ""}
+        # USER_ONLY settings are not read from the environment (load_config warns about them)
+        return {k.lower(): v for k, v in self.environ.items() if v != "" and k not in USER_ONLY_VARS}
 
     def __call__(self) -> dict[str, Any]:
         try:
@@ -268,11 +263,13 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
 
     validate_file(user)
     layer(config, values, user(), user.where, user)
-    drop_user_only(project, config.warnings)
+    drop_user_only(project.values, project.where, config.warnings)
     validate_file(project)
-    allowed = tighten_only(project, Settings(**values), config.warnings)
+    allowed = tighten_only(project.values, project.where, Settings(**values), config.warnings)
     layer(config, values, allowed, project.where, project)
     env_values = env_source()
+    drop_user_only({ENV_VAR_KEYS[v]: env[v] for v in USER_ONLY_VARS if env.get(v)}, env_source.origin,
+                   config.warnings)
     validate(env_values, lambda key: env_source.origin(key))
     layer(config, values, env_values, env_source.origin, None)
     cli = {k: v for k, v in cli.items() if v is not None}
@@ -323,58 +320,6 @@ def validate(values: dict[str, Any], where) -> None:
 
             shown = public_url(shown)
         raise ConfigError.invalid(name, err, shown) from None
-
-
-def drop_user_only(project: JsonFileSource, warnings: list[str]) -> None:
-    """Take USER_ONLY keys out of a project file, one warning each, naming what was declared."""
-    for key, why in USER_ONLY.items():
-        if key in project.values:
-            value = project.values.pop(key)
-            names = ", ".join(map(str, value)) if isinstance(value, dict) else type(value).__name__
-            warnings.append(f'{project.where(key)}: ignored "{key}" ({names}); {why}')
-
-
-def tighten_only(project: JsonFileSource, current: Settings, warnings: list[str]) -> dict[str, Any]:
-    """The project values that tighten `current`; a warning for each one ignored."""
-    kept = {}
-    for key, value in project.values.items():
-        how = PROJECT_TIGHTENS.get(key)
-        old = getattr(current, key)
-        new = getattr(Settings(**{key: value}), key)
-        if how == "add":
-            kept[key] = value
-        elif how == "stricter" and MODES.index(new) <= MODES.index(old):
-            kept[key] = value
-        elif how == "enable" and new:
-            kept[key] = value
-        elif how == "lower" and (old in (None, "auto") or (new not in (None, "auto") and new <= old)):
-            kept[key] = value
-        elif how == "stricter sandbox" and SANDBOX_MODES.index(new) >= SANDBOX_MODES.index(old):
-            kept[key] = value
-        elif how == "disable" and not new:
-            kept[key] = value
-        else:
-            shown = "***" if key == "api_key" else json.dumps(shown_value(key, value))
-            why = ("a project file may only tighten (stricter approval or sandbox, more deny rules, lower limits)"
-                   if how else f"a project file may not set {key}")
-            warnings.append(f'{project.where(key)}: ignored "{key}": {shown}; {why}')
-    return kept
-
-
-def shown_value(key: str, value: Any) -> Any:
-    """A value as it may be printed: a URL without its user:password and query (keys hide there)."""
-    if key != "base_url" or not isinstance(value, str):
-        return value
-    from urllib.parse import urlsplit
-
-    from loopagent.secrets import public_url
-
-    try:
-        parts = urlsplit(value)
-        hidden = parts.username or parts.password or parts.query
-    except ValueError:
-        hidden = True
-    return f"{public_url(value)} (credentials and query hidden)" if hidden else value
 
 
 def describe(config: Config) -> list[tuple[str, str, str]]:

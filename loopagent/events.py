@@ -15,14 +15,16 @@ from typing import Literal
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
 
 Status = Literal[
-    "completed", "step_limit", "token_limit", "loop_detected", "approval_required",
-    "incomplete_model_turn", "model_error", "aborted", "error",
+    "completed", "check_failed", "step_limit", "token_limit", "time_limit", "loop_detected",
+    "approval_required", "incomplete_model_turn", "model_error", "aborted", "error",
 ]
 
 EXIT_CODES: dict[str, int] = {
     "completed": 0,
+    "check_failed": 5,  # the model finished but the --check command still fails
     "step_limit": 3,
     "token_limit": 3,
+    "time_limit": 3,
     "loop_detected": 3,
     "approval_required": 4,
     "incomplete_model_turn": 1,

@@ -36,6 +36,7 @@ Exit codes:
   2    invalid command-line input
   3    a limit stopped the run: steps, tokens, repeated identical calls
   4    a call needed approval in headless mode and was denied
+  5    the model finished but the --check command still fails
   130  interrupted by Ctrl+C (143 SIGTERM, 129 SIGHUP)
 """
 
@@ -98,6 +99,21 @@ Sandbox = Annotated[str | None, typer.Option(
 
 
 McpConfig = mcp_cmd.McpConfig
+Resume = Annotated[str | None, typer.Option(
+    "--resume", metavar="SESSION", help='Continue a saved session: "last", an id, or a path.')]
+Replay = Annotated[Path | None, typer.Option(
+    "--replay", metavar="FILE", help="Take model turns from a recorded file or a session file instead of a server.")]
+Check = Annotated[str | None, typer.Option(
+    "--check", metavar="CMD",
+    help="After the final answer run CMD in the workspace; if it fails its output goes back to the model. "
+         "The run is done only when it passes (else exit 5).")]
+CheckRetries = Annotated[int | None, typer.Option(
+    "--check-retries", metavar="N", help="How often a failing check goes back to the model. [default: 2]")]
+Timeout = Annotated[float | None, typer.Option(
+    "--timeout", metavar="SECONDS", help="Wall-clock limit of the run (status time_limit, exit 3). [default: none]")]
+Fork = Annotated[str | None, typer.Option(
+    "--fork", metavar="SESSION[:N]",
+    help="Start a new session from SESSION (up to its message N); the parent is kept.")]
 
 
 def mcp_servers_of(path: Path | None, json_out: bool) -> dict | None:
@@ -131,12 +147,9 @@ def agent(
         help=f"Context window the history must fit in; auto asks the server, else 16384. {default('ctx_size')}",
     )] = None,
     max_tokens_total: TokensTotal = None, mcp_config: McpConfig = None,
+    check: Check = None, check_retries: CheckRetries = None, timeout: Timeout = None, fork: Fork = None,
     json_out: Annotated[bool, typer.Option("--json", help="Headless: JSON lines on stdout, never asks.")] = False,
-    resume: Annotated[str | None, typer.Option(
-        "--resume", metavar="SESSION", help='Continue a saved session: "last", an id, or a path.')] = None,
-    checkpoints: Checkpoints = None,
-    replay: Annotated[Path | None, typer.Option(
-        "--replay", metavar="FILE", help="Take model turns from a recorded file instead of a server.")] = None,
+    resume: Resume = None, checkpoints: Checkpoints = None, replay: Replay = None,
     show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
     sandbox: Sandbox = None,
     network: Annotated[bool, typer.Option("--network", help="Let sandboxed shell commands use the network.")] = False,
@@ -159,12 +172,13 @@ def agent(
         "ctx_size": int(ctx_size) if ctx_size and ctx_size.isdigit() else ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
         "sandbox": sandbox.lower() if sandbox else None, "sandbox_network": True if network else None,
         "provider": provider.lower() if provider else None, "mcp_servers": mcp_servers_of(mcp_config, json_out),
+        "check": check, "check_retries": check_retries, "timeout": timeout,
     }
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))
     opts = RunOptions(
         task=text, workspace=root, flags={k: v for k, v in flags.items() if v is not None},
-        json=json_out, resume=resume, replay=replay, show_thinking=show_thinking,
+        json=json_out, resume=resume, replay=replay, show_thinking=show_thinking, fork=fork,
     )
     if why:
         typer.echo(f"loop: {why}", err=True)

@@ -26,6 +26,7 @@ class RunOptions:
     replay: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     show_thinking: bool = False
+    fork: str | None = None  # --fork SESSION[:N]: a new session from SESSION's first N messages
 
 
 def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: Host | None = None) -> int:
