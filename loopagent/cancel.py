@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 
 CANCELLED = "cancelled by the user"
 
 
 class Cancel:
-    """Set once; `reason` says why, `signal` which signal did it (0: none, a plain set())."""
+    """Set once; `reason` says why, `signal` which signal did it (0: none, a plain set()), `status` how
+    the run it stopped ends ("aborted"; "time_limit" when a `Deadline` set it)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -27,13 +29,14 @@ class Cancel:
         self._pipe: tuple[int, int] | None = None
         self.reason = ""
         self.signal = 0
+        self.status = "aborted"
 
-    def set(self, reason: str = CANCELLED, signal: int = 0) -> None:
+    def set(self, reason: str = CANCELLED, signal: int = 0, status: str = "aborted") -> None:
         """Cancel: wake every waiter and run every callback once (a failing callback is ignored)."""
         with self._lock:
             if self._event.is_set():
                 return
-            self.reason, self.signal = reason, signal
+            self.reason, self.signal, self.status = reason, signal, status
             self._event.set()
             callbacks, self._callbacks = list(self._callbacks.values()), {}
             if self._pipe is not None:
@@ -44,11 +47,15 @@ class Cancel:
             except Exception:  # a stream already closed, a process already gone: nothing left to stop
                 pass
 
+    def said(self) -> str:
+        """What a call this token stopped answers: "cancelled by the user", or the time limit's reason."""
+        return self.reason if self.status == "time_limit" and self.reason else CANCELLED
+
     def clear(self) -> None:
         """Make the token usable again (a tool test reusing its context); a running turn never clears it."""
         with self._lock:
             self._event.clear()
-            self.reason, self.signal = "", 0
+            self.reason, self.signal, self.status = "", 0, "aborted"
             if self._pipe is not None:
                 for fd in self._pipe:
                     os.close(fd)
@@ -91,3 +98,32 @@ class Cancel:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class Deadline:
+    """A run's wall-clock limit (--timeout). Once it passes, the run's token is set with status
+    "time_limit": the stream, a running tool or the check stop as for Ctrl+C, and the run ends
+    `time_limit`, not `aborted`. No limit (None): nothing is started."""
+
+    def __init__(self, seconds: float | None, cancel: Cancel, clock: Callable[[], float] = time.monotonic):
+        self.seconds = seconds
+        self.clock = clock
+        self.ends = None if seconds is None else clock() + seconds
+        self._timer: threading.Timer | None = None
+        if seconds is not None:
+            self._timer = threading.Timer(seconds, lambda: cancel.set(self.reason(), status="time_limit"))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def reason(self) -> str:
+        """Why the run stopped, for its `result` line."""
+        return f"stopped at the time limit of {self.seconds:g} s (--timeout)"
+
+    def passed(self) -> bool:
+        """True once the limit is reached (checked before each request, besides the timer)."""
+        return self.ends is not None and self.clock() >= self.ends
+
+    def stop(self) -> None:
+        """The run is over: the timer must not cancel anything after it."""
+        if self._timer is not None:
+            self._timer.cancel()

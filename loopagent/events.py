@@ -166,6 +166,31 @@ class Compacted:
 
 
 @dataclass(frozen=True)
+class HookRan:
+    """One of the user's hooks ran (loopagent/hooks.py): which, about which tool, and what it decided."""
+
+    kind: str  # pre_tool, post_tool, stop, session_start
+    command: str
+    tool: str = ""
+    verdict: Literal["ok", "block", "failed"] = "ok"
+    reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class CheckRan:
+    """The completion check ran (loopagent/check.py): after a final answer, or on demand (/check)."""
+
+    command: str
+    passed: bool
+    exit_code: int | None  # None: it timed out, was cancelled or could not start
+    attempt: int  # 1 for the first run of this run's check
+    output: str = ""  # the tail of what it printed (secrets redacted)
+    seconds: float = 0.0
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
 class RunEnd:
     status: Status
     steps: int
@@ -173,6 +198,7 @@ class RunEnd:
     message: str = ""
     signal: int = 0  # the signal that stopped an aborted run (SIGTERM, SIGHUP); 0 for Ctrl+C or none
     cost: float | None = None  # USD for `usage` at the user's `prices` (loopagent/prices.py); None: no price
+    check: CheckRan | None = None  # the run's last completion check, when one is configured
 
     @property
     def exit_code(self) -> int:
@@ -184,6 +210,7 @@ class RunEnd:
 
 Event = (
     SessionStarted | AgentStart | MessageAdded | TurnStart | TextDelta | ThinkingDelta | AssistantDone
-    | ToolCalled | ToolStarted | ToolFinished | TurnEnd | TurnTokens | Compacted | ContextEdit | Notice | RunEnd
+    | ToolCalled | ToolStarted | ToolFinished | TurnEnd | TurnTokens | Compacted | ContextEdit | Notice | HookRan
+    | CheckRan | RunEnd
 )
 Listener = Callable[[Event], None]

@@ -16,13 +16,14 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from loopagent.cancel import Cancel
-from loopagent.events import Event, Notice, SessionStarted
+from loopagent.events import Event, HookRan, Notice, SessionStarted
 from loopagent.messages import ToolCall, ToolResult
 
 KINDS = ("pre_tool", "post_tool", "stop", "session_start")
@@ -171,19 +172,19 @@ class Hooks:
                 continue
             if cancel is not None and cancel.is_set():  # a cancelled turn runs no more of the user's commands
                 break
+            started = time.monotonic()
             outcome = run_hook(hook, {"event": kind, **payload}, self.cwd, self.env, cancel)
-            announce(outcome, tool, emit)
+            announce(outcome, tool, emit, time.monotonic() - started)
             outcomes.append(outcome)
             if outcome.verdict == "block":
                 break
         return outcomes
 
 
-def announce(outcome: Outcome, tool: str, emit: Emit) -> None:
-    """One `hook` notice per run (a dim line on screen, a JSON line in --json); a failure also warns."""
-    about = f" ({tool})" if tool else ""
-    said = {"ok": "ok", "block": f"blocked: {outcome.reason}", "failed": f"failed: {outcome.reason}"}
-    emit(Notice("hook", f"{outcome.hook.label}{about}: {said[outcome.verdict]}".replace("\n", " ")[:300]))
+def announce(outcome: Outcome, tool: str, emit: Emit, seconds: float = 0.0) -> None:
+    """One HookRan per run (a dim line on screen, a `hook` line in --json and the session); a failure also warns."""
+    hook = outcome.hook
+    emit(HookRan(hook.kind, f"[{hook.index}] {hook.command}", tool, outcome.verdict, outcome.reason, seconds))
     if outcome.verdict == "failed":
         emit(Notice("warning", f"hook {outcome.hook.label}: {outcome.reason}".replace("\n", " ")[:300]))
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from loopagent.cancel import CANCELLED, Cancel
+from loopagent.cancel import CANCELLED, Cancel, Deadline
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
 from loopagent.client.assemble import OutputCut
 from loopagent.context import Compaction, CompactionCancelled, ContextWindow, Stop
@@ -22,6 +22,7 @@ from loopagent.details import Details
 from loopagent.events import (
     AgentStart,
     AssistantDone,
+    CheckRan,
     Compacted,
     Event,
     Listener,
@@ -59,6 +60,8 @@ class Limits:
     max_steps: int = 30
     max_tokens_total: int | None = None  # prompt + completion over the run, checked before each request
     max_nudges: int = 2  # headless only: answers that ask or defer get sent back this often
+    check_retries: int = 2  # a failing completion check goes back to the model this often
+    time_limit: float | None = None  # wall-clock seconds of a run (--timeout): status time_limit
 
     def tokens_left(self, usage: Usage) -> int | None:
         return None if self.max_tokens_total is None else self.max_tokens_total - usage.total
@@ -84,6 +87,9 @@ class Agent:
     price: Callable[[Usage], float | None] = lambda usage: None
     # The user's hooks (loopagent/hooks.py): around each call the policy let through, and at the end.
     hooks: Hooks = field(default_factory=Hooks)
+    # The completion check (loopagent/check.py) after a final answer: (token, attempt) -> its outcome;
+    # None: no check configured, the model's final answer ends the run.
+    check: Callable[[Cancel, int], CheckRan | None] = lambda cancel, attempt: None
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -99,7 +105,7 @@ class Agent:
         self.emit(AgentStart(task))
         cancel = cancel or Cancel()
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
-        run = Tally(Repeats(self.emit), self.registry.specs())
+        run = Tally(Repeats(self.emit), self.registry.specs(), Deadline(self.limits.time_limit, cancel))
         for context in self.hooks.session_start(task, self.emit, cancel):  # once per agent, before any request
             self.add(history, UserMessage(f"[session_start hook] {context}"))
         while True:
@@ -125,8 +131,11 @@ class Agent:
             if (why := self.blocked(run, cancel, ended=not reply.tool_calls)) is not None:
                 return self.end(run, *why)
             if not reply.tool_calls and not self.nudged(history, reply, run) \
-                    and not self.held(history, reply, run, cancel):  # a stop hook may send the model back
-                return self.end(run, "completed")
+                    and not self.held(history, reply, run, cancel) \
+                    and not self.checked(history, run, cancel):  # a failing check sends the model back
+                if (why := self.blocked(run, cancel, ended=True)) is not None:  # stopped during the check
+                    return self.end(run, *why)
+                return self.end(run, "check_failed" if run.check and not run.check.passed else "completed")
 
     def told_cut(self, history: list[Message], run: Tally, cut: OutputCut) -> bool:
         """Keep a reply cut at max_tokens (its calls dropped: nothing ran) and tell the model so, once;
@@ -143,8 +152,10 @@ class Agent:
 
     def blocked(self, run: Tally, cancel: Cancel, ended: bool = False) -> tuple[Status, str | Cancel] | None:
         """Why the run cannot go on (before a request, or after a turn), or None."""
-        if cancel.is_set():
-            return "aborted", cancel
+        if cancel.is_set():  # Ctrl+C or a signal: aborted; the deadline's timer: time_limit
+            return cancel.status, cancel  # type: ignore[return-value]
+        if not ended and run.deadline.passed():
+            return "time_limit", run.deadline.reason()
         if failure := self.health():
             return "error", failure
         if ended and run.needed_approval:
@@ -208,6 +219,20 @@ class Agent:
         self.add(history, UserMessage(reason))
         return True
 
+    def checked(self, history: list[Message], run: Tally, cancel: Cancel) -> bool:
+        """The completion check after a final answer; a failure goes back to the model (its output's tail),
+        at most `check_retries` times. False when there is no check, it passed, or the retries are spent."""
+        from loopagent.check import feedback
+
+        if (ran := self.check(cancel, run.check.attempt + 1 if run.check else 1)) is None:
+            return False
+        run.check = ran
+        self.emit(ran)
+        if ran.passed or cancel.is_set() or ran.attempt > self.limits.check_retries:
+            return False
+        self.add(history, UserMessage(feedback(ran)))
+        return True
+
     def act(self, history: list[Message], reply: AssistantMessage, run: Tally, tools: ToolContext) -> None:
         """Run the reply's calls; each result is shown and stored only after every rewrite."""
         for call, result in self.run_calls(reply, tools):
@@ -221,11 +246,12 @@ class Agent:
 
     def end(self, run: Tally, status: Status, why: str | Cancel = "") -> RunEnd:
         """Emit and return the run's end; a cancel token says why and which signal stopped the run."""
+        run.deadline.stop()
         if isinstance(why, Cancel):
             result = RunEnd(status, run.steps, run.usage, why.reason or CANCELLED, why.signal,
-                            cost=self.price(run.usage))
+                            cost=self.price(run.usage), check=run.check)
         else:
-            result = RunEnd(status, run.steps, run.usage, why, cost=self.price(run.usage))
+            result = RunEnd(status, run.steps, run.usage, why, cost=self.price(run.usage), check=run.check)
         self.emit(result)
         return result
 
@@ -234,8 +260,9 @@ class Agent:
         alone, in order. Once the token is set, each call not yet run is answered "cancelled"."""
         batch: list[Prepared] = []
         for call in reply.tool_calls:
-            stopped = CANCELLED if tools.cancel.is_set() else self.health() and f"not run: {self.health()}"
-            admitted = self.skipped(call, stopped) if stopped else self.hooked(self.admit(call, tools), tools)
+            cancelled = tools.cancel.is_set()
+            stopped = tools.cancel.said() if cancelled else self.health() and f"not run: {self.health()}"
+            admitted = self.skipped(call, stopped, cancelled) if stopped else self.hooked(self.admit(call, tools), tools)
             if isinstance(admitted, Prepared) and admitted.read_only:
                 batch.append(admitted)
                 continue
@@ -247,11 +274,11 @@ class Agent:
                 yield from self.run_batch([admitted], tools)
         yield from self.run_batch(batch, tools)
 
-    def skipped(self, call: ToolCall, why: str) -> ToolResult:
+    def skipped(self, call: ToolCall, why: str, cancelled: bool) -> ToolResult:
         """A call taken up after the turn was cancelled (or the run cannot be recorded): shown, never run."""
         prepared = self.registry.prepare(call)
         self.emit(ToolCalled(call, prepared.subject if isinstance(prepared, Prepared) else ""))
-        return ToolResult.error(why, Details("cancelled" if why == CANCELLED else "error")).answering(call)
+        return ToolResult.error(why, Details("cancelled" if cancelled else "error")).answering(call)
 
     def admit(self, call: ToolCall, tools: ToolContext) -> Prepared | ToolResult:
         """Validate and decide one call: a runnable call, or the error result that answers it."""
@@ -308,9 +335,11 @@ class Tally:
 
     repeats: Repeats
     tools: tuple[ToolSpec, ...]  # what each request offers; the client writes their wire form
+    deadline: Deadline = field(default_factory=lambda: Deadline(None, Cancel()))  # --timeout
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     needed_approval: bool = False
     nudges: int = 0
     cut: bool = False  # the model was told once that a reply was cut at max_tokens
     hook_stops: int = 0  # times a stop hook sent the model back
+    check: CheckRan | None = None  # the last completion check

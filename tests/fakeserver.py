@@ -165,8 +165,12 @@ class FakeServer:
     """Use as a context manager; `url` is the base URL to give `loop` (…/v1)."""
 
     def __init__(self, script: Iterable[Script] = (), models: list[str | dict] | Reply | None = None,
-                 props: dict | Reply | None = None, routes: dict[str, Any] | None = None):
+                 props: dict | Reply | None = None, routes: dict[str, Any] | None = None,
+                 respond: Callable[[dict], Reply] | None = None):
         self.script: list[Script] = list(script)
+        # Answers every chat request when set (the script is then unused): a reply chosen from the
+        # request itself, e.g. per task prompt when several runs share the server (tests/test_eval_*.py).
+        self.respond = respond
         # Other paths a client may ask (GET or POST), e.g. "/api/v0/models", "/api/show": a body as JSON,
         # a Reply as given; POSTs to them are recorded in `posts` as (path, body).
         self.routes: dict[str, Any] = dict(routes or {})
@@ -202,9 +206,12 @@ class FakeServer:
     def _next(self, body: dict) -> Reply:
         with self._lock:
             self.requests.append(body)
-            if not self.script:
+            if self.respond is not None:
+                item: Script = self.respond
+            elif not self.script:
                 return error(500, "fake server: no scripted reply left")
-            item = self.script.pop(0)
+            else:
+                item = self.script.pop(0)
         return item(body) if callable(item) else item
 
     def _handler(server) -> type[BaseHTTPRequestHandler]:  # noqa: N805 - closes over the server

@@ -54,8 +54,11 @@ def test_pre_tool_exit_2_blocks_shell_and_the_model_reads_why(run_loop, server, 
     assert payload["cwd"] == str(workspace.resolve()) and payload["call_id"] and payload["session_id"]
     session = next(e for e in lines(proc.stdout) if e["type"] == "session")
     assert payload["session_id"] == session["id"]
-    notes = [e for e in lines(proc.stdout) if e["type"] == "notice" and e["kind"] == "hook"]
-    assert len(notes) == 1 and "blocked" in notes[0]["text"]
+    ran = [e for e in lines(proc.stdout) if e["type"] == "hook"]
+    assert len(ran) == 1 and ran[0]["event"] == "pre_tool" and ran[0]["tool"] == "shell"
+    assert ran[0]["verdict"] == "block" and "pre.sh" in ran[0]["command"] and ran[0]["reason"]
+    recorded = [json.loads(line) for line in Path(session["path"]).read_text().splitlines()]
+    assert [r["verdict"] for r in recorded if r["type"] == "hook"] == ["block"]  # in the session file too
 
 
 def test_pre_tool_blocks_via_json_on_stdout_and_only_matching_tools(run_loop, server, workspace, loop_home,
@@ -69,6 +72,19 @@ def test_pre_tool_blocks_via_json_on_stdout_and_only_matching_tools(run_loop, se
     assert blocked.startswith("blocked by hook: use grep") and "hello" not in blocked
     listed = tool_contents(server.requests[2])[1]
     assert "a.txt" in listed and "blocked" not in listed  # the regex did not match list_files
+
+
+def test_the_terminal_shows_each_hook_run_as_one_line(run_loop, server, workspace, loop_home, tmp_path):
+    ok = script(tmp_path, "ok.sh", "cat >/dev/null\n")
+    no = script(tmp_path, "no.sh", "echo 'not on Fridays' >&2\nexit 2\n")
+    user_hooks(loop_home, {"pre_tool": [{"match": "list_files", "command": ok}, {"match": "shell", "command": no}]})
+    server.add(tools(("list_files", {}), ("shell", {"command": "true"})), text("fine"))
+    proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--approval", "all",
+                    *where_shells_run(), "do the task")
+    assert proc.returncode == 0, proc.stderr
+    shown = [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith("hook ")]
+    assert shown == [f"hook pre_tool [0] {ok} (list_files): ok",
+                     f"hook pre_tool [1] {no} (shell): blocked: not on Fridays"]
 
 
 def test_post_tool_appends_context_to_the_result(run_loop, server, workspace, loop_home, tmp_path):
@@ -171,6 +187,20 @@ def test_a_bad_hooks_setting_is_one_line_and_exit_2(run_loop, server, workspace,
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "command" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_malformed_project_hooks_and_loop_hooks_variable_are_ignored_not_fatal(run_loop, server, workspace,
+                                                                               tmp_path):
+    marker = tmp_path / "env-hook-ran"
+    hook = script(tmp_path, "env.sh", f"touch {marker}\n")
+    (workspace / ".loop").mkdir()
+    (workspace / ".loop" / "config.json").write_text(json.dumps({"hooks": {"pre_tool": [{"match": "("}]}}))
+    server.add(tools(("list_files", {})), text("done"))
+    proc = agent(run_loop, server, workspace, env={"LOOP_HOOKS": json.dumps({"pre_tool": [{"command": hook}]})})
+    assert proc.returncode == 0, proc.stderr  # a project file cannot make the run fail on a setting it may not set
+    assert not marker.exists() and not [e for e in lines(proc.stdout) if e["type"] == "hook"]
+    warned = [line for line in proc.stderr.splitlines() if '"hooks"' in line]
+    assert len(warned) == 2 and "project file" in warned[0] and "LOOP_HOOKS" in warned[1]
 
 
 def test_session_start_adds_context_once(run_loop, server, workspace, loop_home, tmp_path):

@@ -24,4 +24,4 @@ def test_mcp_list_with_a_config_file_and_none_configured(run_loop, workspace, tm
     config.write_text(json.dumps({"mcpServers": notes(tmp_path / "started")}))
     proc = run_loop("mcp", "list", "-C", str(workspace), "--mcp-config", str(config))
     assert proc.returncode == 0, proc.stderr
-    assert "  mcp__notes__nap  Sleep for some seconds, then answer." in proc.stdout.splitlines()
+    assert "  mcp__notes__nap        Sleep for some seconds, then answer." in proc.stdout.splitlines()  # aligned

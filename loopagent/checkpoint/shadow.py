@@ -272,6 +272,30 @@ class ShadowRepo:
     def tree_of(self, commit: str) -> str:
         return self.git("rev-parse", f"{commit}^{{tree}}")
 
+    def export(self, commit: str, dest: Path) -> None:
+        """Write the files of checkpoint `commit` (and its empty directories) into directory `dest`.
+
+        Read-only on the shadow repository: `git archive` touches no index, ref or work tree, so a run
+        taking checkpoints of the workspace meanwhile is not disturbed (`loop replay` uses this)."""
+        import subprocess
+        import tarfile
+
+        cmd = ["git", f"--git-dir={self.git_dir}", "archive", "--format=tar", commit]
+        try:
+            with tempfile.TemporaryFile() as tar:
+                done = subprocess.run(cmd, stdout=tar, stderr=subprocess.PIPE, env={**os.environ, **self.env},
+                                      timeout=GIT_TIMEOUT, check=False)
+                if done.returncode:
+                    why = done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit {done.returncode}"]
+                    raise CheckpointError(f"git archive failed: {why[-1]}")
+                tar.seek(0)
+                with tarfile.open(fileobj=tar) as archive:
+                    archive.extractall(dest, filter="tar")  # our own commit: links are kept as links
+            for d in self.empty_dirs(self.tree_of(commit)):
+                os.makedirs(dest / d, exist_ok=True)
+        except (OSError, subprocess.SubprocessError, tarfile.TarError) as exc:
+            raise CheckpointError(f"cannot export checkpoint {commit[:8]}: {exc}") from None
+
     def restore(self, target: str, current: str) -> None:
         """Make the workspace match commit `target`, given that it now matches tree `current` (restore.py)."""
         from loopagent.checkpoint.restore import restore

@@ -125,6 +125,10 @@ class Timeline:
             tree = self.repo.stage().tree
         return self.repo.git("diff", "--no-color", "--no-ext-diff", start, tree)
 
+    def first_of(self, session: str) -> str | None:
+        """The commit holding the files as they were at `session`'s first checkpoint, or None."""
+        return next((e["commit"] for e in self.entries() if e.get("session") == session and e.get("commit")), None)
+
     def entries(self) -> list[dict]:
         """The journal, oldest first."""
         try:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from loopagent.cli import config_cmd, mcp_cmd, state_cmd
+from loopagent.cli import config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, state_cmd
 
 app = typer.Typer(
     name="loop", no_args_is_help=True, pretty_exceptions_enable=False,
@@ -229,6 +229,9 @@ def doctor(
 state_cmd.register(app)  # sessions, checkpoints, undo, redo
 config_cmd.register(app)  # config, policy check
 mcp_cmd.register(app)  # mcp list
+export_cmd.register(app)  # export
+replay_cmd.register(app)  # replay
+eval_cmd.register(app)  # eval
 
 
 def explain(exc: typer.TyperException) -> int:

@@ -71,6 +71,12 @@ class Built:
     printer: Any = None  # the JsonPrinter under --json
     renderer: Any = None  # the TerminalRenderer otherwise
     system: str = ""  # the system prompt a new session starts with
+    mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
+
+    def close(self) -> None:
+        """End what the run started outside the loop: the MCP servers' processes."""
+        if self.mcp is not None:
+            self.mcp.close()
 
     @property
     def settings(self) -> Settings:
@@ -148,17 +154,25 @@ def hooks_for(settings: Settings, workspace: Path, env: Mapping[str, str]):
     return Hooks(parse_hooks(settings.hooks), cwd=workspace, env=env)
 
 
-def start_mcp(settings: Settings, host: Host, workspace: Path) -> list:
-    """The tools of the configured MCP servers, started in parallel (none configured: nothing imported).
-
-    A server that fails is one warning on `host.err`; its processes end when loop exits (atexit)."""
+def launch_mcp(settings: Settings, host: Host, workspace: Path) -> Any:
+    """The hub of the configured MCP servers, spawned in parallel while the rest of the agent is built;
+    None when none are configured (then the SDK is never imported)."""
     if not settings.mcp_servers:
+        return None
+    from loopagent.mcp import launch_servers
+
+    return launch_servers(settings.mcp_servers, host.home, host.env, workspace)
+
+
+def mcp_tools_of(hub: Any, host: Host) -> list:
+    """The started servers' tools; a server that failed is one warning on `host.err`. `Built.close()` (or
+    loop's exit) ends their processes."""
+    if hub is None:
         return []
-    from loopagent.mcp import start_servers
+    from loopagent.mcp import server_tools
     from loopagent.tools import default_tools
 
-    _hub, tools, warnings = start_servers(settings.mcp_servers, host.home, host.env, workspace,
-                                          [t.name for t in default_tools()])
+    tools, warnings = server_tools(hub, [t.name for t in default_tools()])
     for warning in warnings:
         print(f"loop: warning: {printable(warning)}", file=host.err)
     return tools
@@ -180,6 +194,24 @@ def approver_for(renderer, sandbox, host: Host):
                           sandbox=sandbox.executor.describe())
 
 
+def limits_for(settings: Settings, headless: bool):
+    """The run's limits: steps, tokens, nudges (headless only), check retries, wall-clock time."""
+    from loopagent.loop import Limits
+
+    return Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
+                  max_nudges=2 if headless else 0, check_retries=settings.check_retries, time_limit=settings.timeout)
+
+
+def check_for(settings: Settings, tools, none):
+    """The configured completion check, run like the shell tool (the same executor, so sandboxed, the
+    same env without secrets, the same redactor); `none` when no check is configured."""
+    if not settings.check:
+        return none
+    from loopagent.check import Check
+
+    return Check(settings.check, tools, settings.check_timeout)
+
+
 def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
     """An Agent for `opts` from `config`, taking from the process only what `host` holds.
 
@@ -188,7 +220,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     """
     from loopagent.cli import discovery
     from loopagent.context import ContextWindow
-    from loopagent.loop import Agent, Limits
+    from loopagent.loop import Agent
     from loopagent.policy import Policy
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
@@ -199,10 +231,9 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
 
     settings = config.settings
     environ = {**host.environ, **opts.extra_env}
-    mcp_tools = start_mcp(settings, host, opts.workspace)
-    registry = Registry([*default_tools(), *mcp_tools])
+    hub = launch_mcp(settings, host, opts.workspace)  # starting while the rest is built; awaited below
     # a rule naming no tool is a load error, never a shell rule; a configured server's tools may be missing
-    check_rules(config.rules, registry.tools, mcp_prefixes(settings))
+    check_rules(config.rules, {t.name: t for t in default_tools()}, mcp_prefixes(settings))
     try:
         sandbox = open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ,
                                config.sources["sandbox"])
@@ -217,7 +248,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     if sandbox.verdict:  # unavailable, off or degraded: said once, before anything runs
         print(f"loop: {sandbox.verdict}", file=host.err)
     interactive = not opts.task and not opts.json and host.stdin_tty and host.stdout_tty
-    if not opts.task and not interactive and not opts.resume:
+    if not opts.task and not interactive and not opts.resume and not opts.fork:
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
     headless = opts.json or not host.stdin_tty
     printer, renderer = output(opts, host)
@@ -225,18 +256,19 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     settings = discovery.apply(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
+    registry = Registry([*default_tools(), *mcp_tools_of(hub, host)])
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
         tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
                           executor=sandbox.executor, may_read=policy.may_read,
                           explicitly_allows=policy.explicitly_allows),
         policy=policy, approver=approver, listeners=[*(listeners or []), printer or renderer],
-        limits=Limits(max_steps=settings.max_steps, max_tokens_total=settings.max_tokens_total,
-                      max_nudges=2 if headless else 0),
+        limits=limits_for(settings, headless),
         context=ContextWindow(settings.ctx_size, settings.max_tokens),
         price=pricer(settings.prices, settings.model), hooks=hooks,
     )
     agent.listeners.insert(0, hooks.observe)  # learns the session id the hooks' JSON carries
+    agent.check = check_for(settings, agent.tools, agent.check)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
-    return Built(agent, config, interactive, printer, renderer, system)
+    return Built(agent, config, interactive, printer, renderer, system, mcp=hub)

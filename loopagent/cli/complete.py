@@ -1,5 +1,8 @@
 """Tab completion at the REPL prompt: slash commands, their arguments, and `@path` attachments.
 
+Paths honour .gitignore the way list_files does (tools/search.py's rules): what git ignores is
+not offered, so `@` does not drown the project in build output.
+
 Tab with exactly one candidate inserts it at once (prompt-toolkit's own Tab first opens a menu
 when completions are shown while typing, so a single candidate took two presses).
 """
@@ -51,13 +54,25 @@ class ReplCompleter(Completer):
                 names = sorted((e.name + ("/" if e.is_dir() else "")) for e in entries)
         except OSError:
             return
+        keep = self.not_ignored(folder)
         shown = 0
         for name in names:
-            if name.startswith(stem) and (stem.startswith(".") or not name.startswith(".")):
+            if name.startswith(stem) and (stem.startswith(".") or not name.startswith(".")) and name != ".git/" \
+                    and keep(f"{folder}/{name}" if folder else name):
                 yield Completion(name, start_position=-len(stem))
                 shown += 1
                 if shown >= MAX_PATHS:
                     return
+
+
+    def not_ignored(self, folder: str) -> Callable[[str], bool]:
+        """A test of workspace-relative paths in `folder`: False for what .gitignore excludes."""
+        from loopagent.tools.search import ignore_lines, ignored, inherited_lines, spec
+
+        root = self.workspace
+        folder = folder.strip("/")
+        specs = (spec(inherited_lines(root, folder)), spec(ignore_lines(root, folder)))
+        return lambda rel: not ignored(specs, rel)
 
 
 def add_tab(kb: KeyBindings) -> None:

@@ -52,9 +52,10 @@ def show(hub, tools) -> int:
             continue
         mine = [t for t in tools if t.server == server.name]
         say(f"{server.name}: started, {len(mine)} tool{'s' if len(mine) != 1 else ''}")
+        width = max((len(t.spec().name) for t in mine), default=0)
         for tool in mine:
             first = (tool.spec().description.strip().splitlines() or [""])[0]
-            say(f"  {tool.spec().name}  {first}")
+            say(f"  {tool.spec().name:<{width}}  {first}".rstrip())
     return code
 
 

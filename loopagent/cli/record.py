@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +57,15 @@ class Recording:
     home: Path | None = None  # $LOOP_HOME of the run (None: read it when needed)
 
     def fork(self, history: list[Message]) -> None:
-        """Continue in a new session file holding `history` (after /clear, or a rewound conversation)."""
+        """Continue in a new session file holding `history` (/fork, /clear, a rewound conversation); its
+        header names this session as its parent, at the last message of `history` (a prefix of ours)."""
         task = next((m.content for m in history if isinstance(m, UserMessage)), "")
         path = new_path(self.home or loop_home(), self.workspace, task)
+        parent = {"session": self.id, "message": len(history) - 1}
         self.writer.switch(path)
         self.emit(SessionStarted(self.id, str(path), self.settings.ctx_size, self.source, header(
-            path.stem, self.workspace, self.settings.model, self.settings.base_url, task)))
+            path.stem, self.workspace, self.settings.model, self.settings.base_url, task, parent,
+            self.settings.approval)))
         for index, message in enumerate(history):
             self.emit(MessageAdded(message, index))
         if self.checkpoints is not None:
@@ -75,6 +78,7 @@ class Recording:
         out: dict[str, Any] = {
             "sessions": lambda: describe_sessions(listing(self.home or loop_home(), self.workspace)),
             "fork_session": lambda repl: self.fork(repl.history),
+            "session_path": lambda: self.path,
         }
         if self.checkpoints is not None:
             out["checkpoints"] = CheckpointCommands(self)
@@ -91,12 +95,14 @@ def ctx_source(label: str) -> str:
 
 
 def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, resume: str | None,
-           system: str, interactive: bool = False, source: str = "default", home: Path | None = None) -> Recording:
+           system: str, interactive: bool = False, source: str = "default", home: Path | None = None,
+           fork: str | None = None) -> Recording:
     """Open (or resume) the session, hang the writer and the stderr notes on `agent`, and give the loop
     its checkpoint step (`before_change`) and the writer's `health`.
 
-    A new session starts with the system message (and the task, unless interactive). Raises
-    SessionError when a session cannot be found, read or written (nothing of it stays attached).
+    A new session starts with the system message (and the task, unless interactive); `fork`
+    (SESSION[:N]) starts one with SESSION's messages instead. Raises SessionError when a session cannot
+    be found, read or written (nothing of it stays attached).
     """
     from loopagent.render.notes import StderrNotes
 
@@ -105,7 +111,9 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     notes = StderrNotes()
     agent.listeners.append(notes)
     try:
-        rec = opened(agent, home, workspace, settings, task, resume, interactive, ctx_source(source))
+        if fork and resume:
+            raise SessionError("--fork and --resume cannot be combined: a fork is a new session")
+        rec = opened(agent, home, workspace, settings, task, resume, interactive, ctx_source(source), fork)
     except SessionError:
         agent.listeners.remove(notes)
         raise
@@ -121,7 +129,7 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
         rec.checkpoints = Recorder(timeline, rec.id, len(rec.history), emit=agent.emit)
         agent.listeners.append(rec.checkpoints)
         agent.before_change = rec.checkpoints.before_change
-    if not resume:
+    if not resume and not fork:
         agent.add(rec.history, SystemMessage(system))
         if not interactive:
             agent.add(rec.history, UserMessage(rec.task))
@@ -139,16 +147,19 @@ def writable(home: Path, workspace: Path, checkpoints: bool) -> None:
 
 
 def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: str | None, resume: str | None,
-           interactive: bool, source: str) -> Recording:
-    """The new or resumed session, its start announced; raises SessionError when it cannot be written."""
+           interactive: bool, source: str, fork: str | None = None) -> Recording:
+    """The new, forked or resumed session, its start announced; raises SessionError when it cannot be written."""
     if resume:
         rec = resumed(agent, home, workspace, settings, resume, task, interactive, source)
+    elif fork:
+        rec = forked(agent, home, workspace, settings, fork, task, interactive, source)
     else:
         path = new_path(home, workspace, task or "")
         writer = SessionWriter.create(path)
         writer.discard_unanswered = not interactive  # a one-shot run refused before any answer leaves nothing
         agent.listeners.insert(0, writer)
-        head = header(path.stem, workspace, settings.model, settings.base_url, task or "")
+        head = header(path.stem, workspace, settings.model, settings.base_url, task or "",
+                      approval=settings.approval)
         agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
         rec = Recording(writer, [], task or "", workspace, settings)
         if interactive:
@@ -197,6 +208,32 @@ def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec:
     return Recording(writer, history, text, workspace, settings, loaded.compacted)
 
 
+def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
+           interactive: bool, source: str) -> Recording:
+    """A new session holding SESSION's messages up to N (`spec` SESSION[:N]); SESSION's file is only read."""
+    from loopagent.session.family import branch, fork_spec
+
+    name, upto = fork_spec(spec)
+    parent = load(find(home, workspace, name))
+    history, last = branch(parent, upto)
+    label_from = task or str(parent.header.get("task", "")) or next(
+        (m.content for m in history if isinstance(m, UserMessage)), "")
+    path = new_path(home, workspace, label_from)
+    writer = SessionWriter.create(path)
+    agent.listeners.insert(0, writer)
+    head = header(path.stem, workspace, settings.model, settings.base_url, task or "",
+                  {"session": parent.id, "message": last}, settings.approval)
+    agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
+    kept: list[Message] = []
+    for message in history:
+        agent.add(kept, message)
+    if not interactive and (task or not isinstance(kept[-1], UserMessage)):
+        agent.add(kept, UserMessage(task or CONTINUE))
+    last_message = kept[-1]
+    text = last_message.content if isinstance(last_message, UserMessage) else ""
+    return Recording(writer, kept, text, workspace, settings)
+
+
 class Relabel:
     """Listener: an interactive session starts as `<time>-session`; the first task typed names it."""
 
@@ -228,6 +265,24 @@ def describe_sessions(found: list[Summary]) -> list[str]:
     id_width = max((len(s.id) for s in found), default=0)
     status_width = max((len(s.status) for s in found), default=0)
     return [describe_session(s, id_width, status_width) for s in found]
+
+
+def describe_tree(found: list[Summary]) -> list[str]:
+    """`loop sessions --tree`: each session with its forks indented under it, and where each branched."""
+    from loopagent.session.family import family
+
+    placed = family(found)
+    names = [("   " * (depth - 1) + " └ " if depth else "") + s.id for depth, s in placed]
+    id_width = max(map(len, names), default=0)
+    status_width = max((len(s.status) for s in found), default=0)
+    lines = []
+    for name, (depth, s) in zip(names, placed, strict=True):
+        line = describe_session(replace(s, id=name), id_width, status_width)
+        if s.parent:  # under its parent the message is enough; a root's parent is gone (or elsewhere)
+            origin = "" if depth else f"fork of {s.parent['session']} "
+            line += f"  ({origin}at msg {s.parent['message']})"
+        lines.append(line)
+    return lines
 
 
 def describe_checkpoint(c: Any) -> str:

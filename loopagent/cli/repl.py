@@ -7,6 +7,8 @@ running tools stop, every open call is answered "cancelled by the user" and the 
 SIGTERM or SIGHUP does the same and then ends the REPL (143 / 129). While a turn runs, what the
 person types is read without echo and queued (cli/typeahead.py): when the turn ends, a queued slash
 command runs and queued text is sent as the next task, each echoed; Ctrl+D typed meanwhile leaves.
+`@path` attaches a file (cli/mentions.py), `!cmd` runs a command as the person (cli/bang.py), `/NAME`
+sends a prompt template (cli/templates.py), Ctrl+X Ctrl+E or /edit opens $VISUAL/$EDITOR on the input.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from prompt_toolkit.history import FileHistory, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 from loopagent.cancel import Cancel
-from loopagent.cli import slash
+from loopagent.cli import slash, slash_prompt
 from loopagent.cli.complete import ReplCompleter, add_tab, server_models
 from loopagent.cli.interrupts import Stopped, Trap
 from loopagent.cli.typeahead import EXIT, PausingApprover, TypeAhead
@@ -32,6 +34,9 @@ from loopagent.messages import Message, UserMessage
 
 if TYPE_CHECKING:
     from loopagent.render.terminal import TerminalRenderer
+
+
+ALONE = ("/", "!")  # a queued line starting so is a command of its own, never joined to a message
 
 
 def key_bindings() -> KeyBindings:
@@ -50,6 +55,10 @@ def key_bindings() -> KeyBindings:
             buf.insert_text("\n")
         else:
             buf.validate_and_handle()
+
+    @kb.add("c-x", "c-e")
+    def _editor(event) -> None:  # the saved text becomes the input, to read over before Enter sends it
+        event.current_buffer.open_in_editor(validate_and_handle=False)
 
     @kb.add("c-c")
     def _interrupt(event) -> None:
@@ -83,6 +92,7 @@ class Repl:
     services: dict[str, Any] = field(default_factory=dict)  # session and checkpoint objects, when present
     trap: Trap | None = None  # turns stopping signals into the turn's cancel token (None: signals as Python has them)
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
+    context_notes: list[str] = field(default_factory=list)  # `!cmd` outputs, sent with the next message
 
     def __post_init__(self) -> None:
         # What is typed during a turn waits for the turn's end (it is never slipped in between two
@@ -114,7 +124,9 @@ class Repl:
         from loopagent.policy import MODES
 
         workspace = getattr(getattr(self.agent.tools, "workspace", None), "root", None)
-        return ReplCompleter({name: cmd.help for name, cmd in slash.COMMANDS.items()}, workspace, {
+        commands = {name: cmd.help for name, cmd in slash.COMMANDS.items()}
+        commands.update({name: t.help for name, t in slash_prompt.templates_of(self).items()})
+        return ReplCompleter(commands, workspace, {
             "/approval": lambda: list(MODES),
             "/model": lambda: [self.settings.model, *server_models(self.settings.base_url, self.api_key())],
         })
@@ -160,17 +172,34 @@ class Repl:
                 return 130
             except EOFError:
                 return 0
-            if text.startswith("/"):
-                code = slash.dispatch(self, text, prompt)
-                if code is not None:
-                    return code
-            elif text:
-                self.turn(text)
-                if self.agent.health():  # the session cannot be written: said once (stderr); the files stay
-                    return 1
-                stopping = self.trap.stopping() if self.trap else None
-                if stopping:  # SIGTERM or SIGHUP during the turn: the turn is over, and so is the REPL
-                    return 128 + stopping
+            code = self.handle(text, prompt)
+            if code is not None:
+                return code
+
+    def handle(self, text: str, prompt: PromptSession[str]) -> int | None:
+        """One line: a template, a slash command, a `!` command or a message; an exit code ends the REPL."""
+        template = slash_prompt.template_text(self, text) if text.startswith("/") else None
+        if template is not None:  # a template's text is a message, whatever it begins with (never a command)
+            text = template.strip()
+            if not text:
+                return None
+            self.renderer.say(f"sending: {text.splitlines()[0][:100]}", "dim")
+        elif text.startswith("/"):
+            return slash.dispatch(self, text, prompt)
+        elif text.startswith("!"):
+            from loopagent.cli.bang import bang
+
+            bang(self, text[1:])
+            return None
+        if not text:
+            return None
+        self.turn(text)
+        if self.agent.health():  # the session cannot be written: said once (stderr); the files stay
+            return 1
+        stopping = self.trap.stopping() if self.trap else None
+        if stopping:  # SIGTERM or SIGHUP during the turn: the turn is over, and so is the REPL
+            return 128 + stopping
+        return None
 
     def next_line(self, prompt: PromptSession[str]) -> str:
         """What was queued during the last turn (a slash command alone, text lines together), else the prompt."""
@@ -178,16 +207,16 @@ class Repl:
             default, self.prefill = self.prefill, ""
             return prompt.prompt("> ", default=default).strip()
         lines = [self.pending.pop(0)]
-        while not lines[0].startswith("/") and self.pending and not self.pending[0].startswith("/"):
+        while not lines[0].startswith(ALONE) and self.pending and not self.pending[0].startswith(ALONE):
             lines.append(self.pending.pop(0))
-        verb = "running" if lines[0].startswith("/") else "sending"
+        verb = "running" if lines[0].startswith(ALONE) else "sending"
         for line in lines:
             self.renderer.say(f"queued, {verb}: {line}", "yellow")
         return "\n".join(lines)
 
     def turn(self, text: str) -> RunEnd:
         """One task: the agent runs until it answers or stops; what was typed meanwhile waits in `pending`."""
-        self.agent.add(self.history, UserMessage(text))
+        self.agent.add(self.history, UserMessage(self.message(text)))
         self.typeahead.start()
         try:
             with self.trap.turn() if self.trap else nullcontext(Cancel()) as cancel:
@@ -209,6 +238,16 @@ class Repl:
         if hint := hint_for(end, self.settings.api_key is not None):  # a server that failed: what to do
             self.renderer.say(f"hint: {hint}", "dim")
         return end
+
+    def message(self, text: str) -> str:
+        """What the model gets for `text`: the outputs of `!` commands run since, `text`, its `@` attachments."""
+        from loopagent.cli.mentions import attach, with_attachments
+
+        attached = attach(self.agent, text)
+        for note in attached.notes:
+            self.renderer.say(note, "dim" if note.startswith("attached") else "yellow")
+        notes, self.context_notes = self.context_notes, []
+        return "\n\n".join([*notes, with_attachments(text, attached)])
 
     def ask(self, prompt: PromptSession[str], question: str) -> str:
         """A one-line answer inside a slash command, kept out of the prompt's history; Ctrl+C or Ctrl+D

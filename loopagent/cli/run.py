@@ -42,6 +42,14 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
             ends.append(event)
 
     built = build_agent(configure(opts, host), opts, host, [*(listeners or []), keep_end])
+    try:
+        return run_built(built, opts, host, ends)
+    finally:
+        built.close()  # the MCP servers end with the run, not at the interpreter's exit
+
+
+def run_built(built: Built, opts: RunOptions, host: Host, ends: list[RunEnd]) -> int:
+    """The run of an agent `build_agent` made: its session, the loop or the REPL, the hint after a failure."""
     check_window(built, opts.task)  # before the session file: a run that cannot start leaves nothing behind
     agent = built.agent
     from loopagent.session import SessionError
@@ -72,7 +80,8 @@ def open_session(built: Built, opts: RunOptions, host: Host):
     from loopagent.cli.record import attach
 
     return attach(built.agent, opts.workspace, built.settings, opts.task, opts.resume, built.system,
-                  built.interactive, home=host.home, source=built.config.sources.get("ctx_size", "default"))
+                  built.interactive, home=host.home, source=built.config.sources.get("ctx_size", "default"),
+                  fork=opts.fork)
 
 
 def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:

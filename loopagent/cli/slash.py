@@ -73,6 +73,9 @@ def checkpoint_store(repl: Repl) -> Any:
 def show_help(repl: Repl, arg: str, prompt: Any) -> None:
     for name, cmd in COMMANDS.items():
         repl.renderer.say(f"  {name:<13} {cmd.help}")
+    from loopagent.cli.slash_prompt import show_templates
+
+    show_templates(repl)  # the person's prompt templates (cli/templates.py)
     repl.renderer.say("  Esc+Enter or a trailing \\ adds a line; Ctrl+C cancels a turn; Ctrl+D exits.", "dim")
 
 
@@ -257,4 +260,8 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
             fork(repl)
         repl.renderer.say(f"conversation rewound: {counted(dropped, 'message')} dropped")
     repl.prefill = msg.content
+
+
+from loopagent.cli import slash_check  # noqa: E402,F401,I001 - registers /check (a module of its own)
+from loopagent.cli import slash_tree  # noqa: E402,F401 - registers /fork and /export
 

@@ -48,16 +48,17 @@ def timeline(workspace: Path | None, writing: bool = False):
     return found
 
 
-def sessions(workspace: Workspace = None) -> None:
+def sessions(workspace: Workspace = None, tree: Annotated[bool, typer.Option(
+        "--tree", help="Show forks indented under the sessions they branched from.")] = False) -> None:
     """List the workspace's saved sessions, newest first: id, time, steps, status, task."""
-    from loopagent.cli.record import describe_sessions
+    from loopagent.cli.record import describe_sessions, describe_tree
     from loopagent.config import loop_home
     from loopagent.session import listing
 
     found = listing(loop_home(), checked(workspace))
     if not found:
         typer.echo("no saved sessions for this workspace")
-    for line in describe_sessions(found):
+    for line in (describe_tree if tree else describe_sessions)(found):
         typer.echo(printable(line))
 
 

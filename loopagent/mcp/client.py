@@ -67,12 +67,20 @@ class Hub:
 
     def start(self) -> list[str]:
         """Start every server in parallel, each within its startup_timeout; one warning per server that failed."""
+        self.launch()
+        return self.wait()
+
+    def launch(self) -> None:
+        """Spawn every server at once and return: the caller does its own start-up meanwhile, then `wait()`s."""
         thread = threading.Thread(target=anyio.run, args=(self._loop,), name="loop-mcp", daemon=True)
         thread.start()
         self._up.wait(10)
         atexit.register(self.close)
         for server in self.servers.values():
             self._launch(server)
+
+    def wait(self) -> list[str]:
+        """Until every launched server is up or past its startup_timeout; one warning per server that failed."""
         for server in self.servers.values():
             self._await_start(server)
         return [f"MCP server {s.name!r} did not start: {s.error}" for s in self.servers.values() if not s.started]
@@ -114,7 +122,7 @@ class Hub:
                     await server.stop.wait()
         except Exception as exc:  # a missing command, a crash during the handshake: a warning, not the run's end
             if generation == server.generation and not server.error:
-                timed_out = isinstance(exc, TimeoutError)
+                timed_out = isinstance(first(exc), TimeoutError)  # raised inside the SDK's task group
                 server.error = f"no answer within {cfg.startup_timeout:g} s" if timed_out else describe(exc)
         finally:
             if generation == server.generation:
@@ -231,9 +239,15 @@ async def list_tools(session: Any) -> list[Any]:
             return tools
 
 
-def describe(exc: BaseException) -> str:
-    """One line for an exception, the first real one inside exception groups."""
+def first(exc: BaseException) -> BaseException:
+    """The first real exception inside exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception, the first real one inside exception groups."""
+    exc = first(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

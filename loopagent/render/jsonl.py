@@ -13,9 +13,11 @@ from typing import IO
 
 from loopagent.events import (
     AssistantDone,
+    CheckRan,
     Compacted,
     ContextEdit,
     Event,
+    HookRan,
     MessageAdded,
     Notice,
     RunEnd,
@@ -70,6 +72,13 @@ class JsonPrinter:
                         "content": r.content})
         elif isinstance(event, Notice):
             self.write({"type": "notice", "kind": event.kind, "text": event.text})
+        elif isinstance(event, HookRan):
+            self.write({"type": "hook", "event": event.kind, "command": event.command, "tool": event.tool,
+                        "verdict": event.verdict, "reason": event.reason, "seconds": round(event.seconds, 3)})
+        elif isinstance(event, CheckRan):
+            self.write({"type": "check", "command": event.command, "passed": event.passed,
+                        "exit_code": event.exit_code, "attempt": event.attempt, "output": event.output,
+                        "timed_out": event.timed_out, "seconds": round(event.seconds, 3)})
         elif isinstance(event, Compacted):
             self.write({"type": "compacted", "summary": event.summary, "upto": event.upto,
                         "tokens_before": event.tokens_before, "tokens_after": event.tokens_after,
@@ -82,4 +91,7 @@ class JsonPrinter:
                 line["message"] = event.message
             if event.cost is not None:
                 line["cost_usd"] = round(event.cost, 6)
+            if event.check is not None:
+                line["check"] = {"command": event.check.command, "passed": event.check.passed,
+                                 "attempts": event.check.attempt}
             self.write(line)

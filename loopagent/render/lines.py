@@ -54,6 +54,16 @@ def notice_line(kind: str, text: str) -> Line:
     return ((f"{kind}: {text}", "yellow"),)
 
 
+def hook_line(ran) -> Line:
+    """One dim line per hook run (a block or a failure in yellow): `hook pre_tool[0] CMD (tool): ok`."""
+    from loopagent.render.safe import printable
+
+    about = f" ({ran.tool})" if ran.tool else ""
+    said = {"ok": "ok", "block": f"blocked: {ran.reason}", "failed": f"failed: {ran.reason}"}[ran.verdict]
+    text = printable(f"hook {ran.kind} {ran.command}{about}: {said}".replace("\n", " "))[:300]
+    return ((text, "dim" if ran.verdict == "ok" else "yellow"),)
+
+
 def compacted_line(before: int, after: int) -> Line:
     """The context was compacted."""
     return ((f"context compacted: {before} -> {after} tokens", "yellow"),)

@@ -22,8 +22,10 @@ from loopagent.events import (
     STDERR_KINDS,
     AgentStart,
     AssistantDone,
+    CheckRan,
     Compacted,
     Event,
+    HookRan,
     Notice,
     RunEnd,
     TextDelta,
@@ -39,6 +41,8 @@ from loopagent.render.results import shown, subject_of, summary  # noqa: F401 - 
 from loopagent.render.safe import printable
 from loopagent.render.sink import PlainSink, RichSink, Sink
 from loopagent.thinking import ThinkSplitter
+
+CHECK_LINES = 8  # of a failed check's output shown on screen
 
 
 def is_terminal(out: IO[str], env: Mapping[str, str]) -> bool:
@@ -168,6 +172,18 @@ class TerminalRenderer(ApprovalView):
         self.sink.row(lines.notice_line(printable(event.kind), printable(event.text)), clip=False)
         if event.kind == "compact":  # the summary request that follows takes a while; Compacted clears it
             self.set_activity("compacting the context")
+
+    def on_HookRan(self, event: HookRan) -> None:  # noqa: N802
+        self.sink.row(lines.hook_line(event), clip=False)
+
+    def on_CheckRan(self, event: CheckRan) -> None:  # noqa: N802
+        self.set_activity(None)
+        how = "passed" if event.passed else "timed out" if event.timed_out else (
+            f"failed with exit {event.exit_code}" if event.exit_code is not None else "could not run")
+        text = printable(f"check {event.command}: {how} (attempt {event.attempt}, {event.seconds:.1f} s)")
+        self.sink.row(((text, "green" if event.passed else "yellow"),), clip=False)
+        if not event.passed:  # the end of its output says why; the model gets more of it
+            self.sink.rows([((f"  {printable(line)}", "dim"),) for line in event.output.splitlines()[-CHECK_LINES:]])
 
     def on_Compacted(self, event: Compacted) -> None:  # noqa: N802
         self.set_activity(None)

@@ -82,6 +82,18 @@ class Summary:
     steps: int
     status: str
     task: str
+    parent: dict | None = None  # a fork's {"session", "message"} (see `parent_of`)
+
+
+def parent_of(header: dict) -> dict | None:
+    """A header's `parent` {"session": id, "message": index} when it is well formed, else None."""
+    parent = header.get("parent")
+    if not isinstance(parent, dict) or not isinstance(parent.get("session"), str):
+        return None
+    message = parent.get("message")
+    if not isinstance(message, int) or isinstance(message, bool):
+        return None
+    return {"session": parent["session"], "message": message}
 
 
 def read_header(path: Path) -> dict:
@@ -116,7 +128,8 @@ def summarise(path: Path) -> Summary:
     task = str(header.get("task", "")).strip() or first_task(data)
     if status == "unfinished" and (pid := in_use(path)):
         status = f"running (pid {pid})"
-    return Summary(path.stem, path, str(header.get("created", "")), steps, status, task.split("\n", 1)[0])
+    return Summary(path.stem, path, str(header.get("created", "")), steps, status, task.split("\n", 1)[0],
+                   parent_of(header))
 
 
 def first_task(data: bytes) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from loopagent.events import Compacted
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage, from_record
-from loopagent.session.catalog import SessionError
+from loopagent.session.catalog import SessionError, parent_of
 from loopagent.session.writer import SCHEMA
 
 UNFINISHED = (
@@ -37,10 +37,18 @@ class Loaded:
     missing: list[ToolResult] = field(default_factory=list)  # results to append for unanswered calls
     compacted: list[Compacted] = field(default_factory=list)
     valid_size: int = 0  # bytes of the file that hold complete lines
+    # The records that carry no message (end, repair, compacted, check, hook...), each with the number
+    # of messages before it: what a transcript shows between the messages (loopagent/export/).
+    records: list[tuple[int, dict]] = field(default_factory=list)
 
     @property
     def id(self) -> str:
         return self.path.stem
+
+    @property
+    def parent(self) -> dict | None:
+        """The session and message this one was forked from (None: not a fork)."""
+        return parent_of(self.header)
 
 
 def load(path: Path) -> Loaded:
@@ -64,9 +72,12 @@ def load(path: Path) -> Loaded:
             loaded.repairs.append(Repair(f"dropped an incomplete last line ({len(raw)} bytes) at line {number}",
                                          raw.decode("utf-8", errors="replace")))
             break
+        had_header = bool(loaded.header)
         take(loaded, record, path, number)
         if record.get("type") == "message":
             owners.append(number)
+        elif had_header:
+            loaded.records.append((len(loaded.history), record))
         loaded.valid_size = end
     if not loaded.header:
         raise SessionError(f"{path} has no session header; it is not a loop session file")

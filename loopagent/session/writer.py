@@ -18,7 +18,17 @@ from pathlib import Path
 
 from loopagent import __version__
 from loopagent.errors import SessionError, SessionWriteError  # noqa: F401 (the error tree; importable from here)
-from loopagent.events import Compacted, ContextEdit, Event, MessageAdded, Notice, RunEnd, SessionStarted
+from loopagent.events import (
+    CheckRan,
+    Compacted,
+    ContextEdit,
+    Event,
+    HookRan,
+    MessageAdded,
+    Notice,
+    RunEnd,
+    SessionStarted,
+)
 from loopagent.messages import AssistantMessage, to_record
 from loopagent.secrets import public_url
 from loopagent.session.lock import SessionLock
@@ -32,13 +42,20 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def header(session_id: str, workspace: Path, model: str, base_url: str, task: str) -> dict:
-    """The first line of a session file. Never holds the API key."""
-    return {
+def header(session_id: str, workspace: Path, model: str, base_url: str, task: str,
+           parent: dict | None = None, approval: str | None = None) -> dict:
+    """The first line of a session file. Never holds the API key. A fork names its `parent`:
+    {"session": id, "message": index of the last message both files share}."""
+    head = {
         "type": "header", "schema": SCHEMA, "id": session_id, "workspace": os.path.realpath(workspace),
         "model": model, "base_url": public_url(base_url), "created": now_iso(),
         "loop_version": __version__, "task": task[:500],
     }
+    if parent is not None:
+        head["parent"] = parent
+    if approval is not None:  # the mode the run started in: `loop replay` runs under it again
+        head["approval"] = approval
+    return head
 
 
 def encode(record: dict) -> bytes:
@@ -172,12 +189,19 @@ class SessionWriter:
             return {"type": "compacted", **asdict(event)}
         if isinstance(event, ContextEdit):
             return {"type": "edit", **asdict(event)}
+        if isinstance(event, HookRan):  # what the user's hooks decided, for the record (the loader skips it)
+            return {"type": "hook", **asdict(event), "time": now_iso()}
+        if isinstance(event, CheckRan):  # the completion check's outcome, for the record (the loader skips it)
+            return {"type": "check", **asdict(event), "time": now_iso()}
         if isinstance(event, Notice) and event.kind == "repair":
             return {"type": "repair", "text": event.text, "time": now_iso(),
                     **({"dropped": event.dropped} if event.dropped else {})}
         if isinstance(event, RunEnd):
             return {"type": "end", "status": event.status, "steps": event.steps,
-                    "message": event.message, "time": now_iso()}
+                    "message": event.message, "time": now_iso(), "usage": asdict(event.usage),
+                    **({"cost": event.cost} if event.cost is not None else {}),
+                    **({"check": {"command": event.check.command, "passed": event.check.passed,
+                                  "attempts": event.check.attempt}} if event.check is not None else {})}
         return None
 
     def discard(self) -> None:

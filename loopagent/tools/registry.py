@@ -105,7 +105,7 @@ class Registry:
         A call whose turn is cancelled before it starts does not run (nothing is written after a Ctrl+C).
         """
         if ctx.cancel.is_set():
-            return ToolResult.error(CANCELLED, Details("cancelled")).answering(prepared.call)
+            return ToolResult.error(ctx.cancel.said(), Details("cancelled")).answering(prepared.call)
         try:
             result = prepared.tool.run(prepared.args, ctx)
         except ToolError as exc:

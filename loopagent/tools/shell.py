@@ -75,7 +75,7 @@ class Shell(Tool):
             return ToolResult.error(f"timed out after {timeout:g} s; the command and its processes "
                                     f"were killed\n{text}", Details("timeout", lines=output.lines()))
         if outcome == "cancelled":
-            return ToolResult.error(f"cancelled by the user after {time.monotonic() - begun:.1f} s; "
+            return ToolResult.error(f"{ctx.cancel.said()} after {time.monotonic() - begun:.1f} s; "
                                     f"the command and its processes were killed\n{text}",
                                     Details("cancelled", lines=output.lines()))
         body = f"exit code {proc.returncode}\n{text}"

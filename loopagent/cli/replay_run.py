@@ -1,0 +1,95 @@
+"""The run inside `loop replay`: the recorded turns through the real agent on a copy, then the verdicts."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from loopagent.messages import Message, ToolCall, UserMessage
+from loopagent.rerun import compare, conclusion, outcomes, refused, table
+
+
+class RecordedAnswers:
+    """The approver of a replay: each question answered as the person answered it in the recording
+    (a call refused then is refused now; any other call that reached a question was approved)."""
+
+    def __init__(self, refused: list[ToolCall]):
+        self.refused = refused  # the recording's own call objects: the replay's turns hand out the same ones
+
+    def approve(self, call: ToolCall, subject: str, preview: str, decision, cancel=None) -> bool:
+        """True unless this call was refused in the recording."""
+        return not any(call is no for no in self.refused)
+
+
+def rerun(loaded, copy: Path, strict: bool, host) -> int:
+    """Run `loaded`'s turns on `copy`, print the table of calls and the verdict; the exit code."""
+    from loopagent.cli.replay_cmd import Refused, approval_of, sink
+    from loopagent.cli.run import RunOptions
+    from loopagent.errors import ConfigError, UsageError
+    from loopagent.render.safe import printable
+
+    recorded: list[Message] = list(loaded.history)  # a call cut off by a kill has no result: not judged
+    start = next(i for i, m in enumerate(recorded) if isinstance(m, UserMessage)) + 1
+    mode = approval_of(loaded.header)
+    flags = {"checkpoints": False, **({"approval": mode} if mode else {})}
+    opts = RunOptions(task=recorded[start - 1].content, workspace=copy, flags=flags, json=True,
+                      replay=loaded.path)
+    try:
+        history, status = drive(opts, recorded, start, loaded, replace(host, cwd=copy, out=sink()))
+    except (UsageError, ConfigError) as exc:
+        raise Refused(str(exc)) from None
+    roots = (str(loaded.header.get("workspace", "")), str(copy), os.path.realpath(copy))
+    verdicts = compare(outcomes(recorded), outcomes(history), strict, roots)
+    out = host.out
+    if mode is None:
+        print("loop: the session recorded no approval mode; the configuration's applies", file=host.err)
+    for line in table(verdicts):
+        print(printable(line), file=out)
+    print(printable(conclusion(verdicts)), file=out)
+    if status == "aborted":
+        return 130
+    return 0 if all(v.same for v in verdicts) else 1
+
+
+def drive(opts, recorded: list[Message], start: int, loaded, host) -> tuple[list[Message], str]:
+    """The replay's history and how its last run ended: one agent run per user message of the recording."""
+    from loopagent.cli.build import build_agent, configure
+    from loopagent.cli.interrupts import Trap
+
+    built = build_agent(configure(opts, host), opts, host)
+    agent = built.agent
+    from loopagent.client.replay import SessionTurns
+
+    agent.model = SessionTurns.of(loaded)  # the very call objects of `recorded`: RecordedAnswers knows them
+    if headless_recording(recorded):
+        agent.approver = None  # the recorded run could not ask: what needed approval was denied, as now
+    else:
+        agent.approver = RecordedAnswers(refused(recorded))
+    history: list[Message] = []
+    for message in recorded[:start]:
+        agent.add(history, message)
+    status = "completed"
+    with Trap() as trap:
+        task = opts.task
+        while True:
+            with trap.turn() as cancel:
+                status = agent.run(history, task, cancel).status
+            following = recorded[len(history)] if len(history) < len(recorded) else None
+            if status == "aborted" or not isinstance(following, UserMessage) or not turns_left(agent):
+                return history, status
+            agent.add(history, following)  # the next thing the person typed
+            task = following.content
+
+
+def headless_recording(recorded: list[Message]) -> bool:
+    """Whether the recorded run had no one to ask (a call was denied for that)."""
+    from loopagent.loop import HEADLESS_DENIAL
+    from loopagent.messages import ToolResult
+
+    return any(isinstance(m, ToolResult) and m.content.startswith(HEADLESS_DENIAL) for m in recorded)
+
+
+def turns_left(agent) -> bool:
+    model = agent.model
+    return getattr(model, "position", 0) < len(getattr(model, "turns", ()))

@@ -1,0 +1,82 @@
+"""Prompt templates: `$LOOP_HOME/prompts/NAME.md` and `<workspace>/.loop/prompts/NAME.md` as `/NAME args`.
+
+A template is text only: what `/NAME args` sends is the file's text with `$ARGUMENTS` (all the
+arguments) and `$1`..`$9` (each, split as a shell would) put in; it is a message, so a project's
+template can never change a setting, a permission or a rule. A project template of the same name
+replaces the user's (it knows the project); neither may take the name of a built-in command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9])")
+MAX_BYTES = 100_000  # a template is a message; a huge file is no template
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str  # with its slash: "/review"
+    path: Path
+    origin: str  # "user" or "project"
+
+    @property
+    def help(self) -> str:
+        """The template's first line (what /help and Tab show), with where it comes from."""
+        try:
+            first = next((line.strip() for line in self.text().splitlines() if line.strip()), "")
+        except OSError:
+            first = ""
+        return f"{first[:60]} ({self.origin} template)".lstrip()
+
+    def text(self) -> str:
+        with self.path.open("rb") as f:
+            return f.read(MAX_BYTES).decode("utf-8", errors="replace")
+
+
+def templates(home: Path, workspace: Path | None, builtins: set[str]) -> dict[str, Template]:
+    """The templates found, by command name; names of built-in commands are left out."""
+    found: dict[str, Template] = {}
+    folders = [(home / "prompts", "user")]
+    if workspace is not None:
+        folders.append((workspace / ".loop" / "prompts", "project"))
+    for folder, origin in folders:
+        try:
+            files = sorted(folder.glob("*.md"))
+        except OSError:
+            continue
+        for path in files:
+            name = "/" + path.stem
+            if NAME.match(path.stem) and name not in builtins and path.is_file() \
+                    and (origin == "user" or inside(path, workspace)):
+                found[name] = Template(name, path, origin)
+    return found
+
+
+def inside(path: Path, workspace: Path | None) -> bool:
+    """Whether `path`, links resolved, stays in the workspace: a project's template linked to a file
+    elsewhere (a key in ~/.ssh) must not send that file to the model."""
+    root = os.path.realpath(workspace) if workspace is not None else None
+    return root is not None and os.path.realpath(path).startswith(root + os.sep)
+
+
+def expand(text: str, arguments: str) -> str:
+    """`text` with `$ARGUMENTS` and `$1`..`$9` substituted (a missing argument becomes nothing)."""
+    try:
+        words = shlex.split(arguments)
+    except ValueError:  # an unbalanced quote: split on white space instead
+        words = arguments.split()
+
+    def value(match: re.Match[str]) -> str:
+        key = match.group(1)
+        if key == "ARGUMENTS":
+            return arguments
+        n = int(key)
+        return words[n - 1] if n <= len(words) else ""
+
+    return PLACEHOLDER.sub(value, text)

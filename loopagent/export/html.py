@@ -1,0 +1,102 @@
+"""A transcript as one self-contained HTML file: inline style, no script, no network resource.
+
+Every piece of session text (the model's, the tools', the user's) passes through `esc`, which
+escapes HTML and makes control characters visible, so a message holding `<script>` or an ANSI
+escape is shown as text. Thinking, the system prompt and long results fold in <details>.
+"""
+
+from __future__ import annotations
+
+import html
+
+from loopagent.export.transcript import (
+    Transcript,
+    arguments,
+    diff_of,
+    outcome,
+    record_line,
+    shown,
+    total_line,
+)
+from loopagent.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+from loopagent.render.safe import printable
+
+STYLE = """
+body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}section{border-left:4px solid #ccc;margin:1rem 0;padding:.2rem 1rem}
+section.user{border-color:#3b82f6}section.assistant{border-color:#10b981}section.tool{border-color:#a3a3a3}
+section.error{border-color:#ef4444}.record{color:#555;font-style:italic}
+pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap;word-break:break-word}
+.add{color:#166534;background:#dcfce7;display:block}.del{color:#991b1b;background:#fee2e2;display:block}
+.hunk{color:#6b21a8;display:block}.label{font-weight:600}summary{cursor:pointer;color:#555}
+""".strip()
+
+
+def esc(text: object) -> str:
+    """Untrusted text for HTML: controls made visible, then escaped (quotes too)."""
+    return html.escape(printable(str(text)), quote=True)
+
+
+def pre(text: str) -> str:
+    return f"<pre>{esc(text)}</pre>"
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff with its added, removed and hunk lines marked."""
+    rows = []
+    for line in diff.splitlines():
+        kind = "add" if line.startswith("+") and not line.startswith("+++") else \
+            "del" if line.startswith("-") and not line.startswith("---") else "hunk" if line.startswith("@@") else ""
+        rows.append(f'<span class="{kind}">{esc(line)}</span>' if kind else esc(line) + "\n")
+    return f'<pre class="diff">{"".join(rows)}</pre>'
+
+
+def page(t: Transcript) -> str:
+    """The whole transcript as one HTML document."""
+    head = t.header
+    facts = [("task", t.task.split("\n", 1)[0]), ("model", head.get("model")), ("created", head.get("created")),
+             ("workspace", head.get("workspace"))]
+    if isinstance(head.get("parent"), dict):
+        facts.append(("forked from", f"{head['parent'].get('session')} at message {head['parent'].get('message')}"))
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           # no network, no script: the page shows what it holds and nothing runs
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",
+           f"<title>loop session {esc(t.id)}</title><style>{STYLE}</style></head><body>",
+           f"<h1>Session {esc(t.id)}</h1><ul>"]
+    out += [f'<li><span class="label">{name}</span>: {esc(value)}</li>' for name, value in facts if value]
+    out.append("</ul>")
+    out += [block(item) for item in t.items]
+    out.append(f'<h2>Result</h2><p><span class="label">status</span>: {esc(t.status)}'
+               + (f": {esc(t.status_message)}" if t.status_message else "") + "</p>")
+    for check in t.checks:
+        out.append(f"<p>{esc(record_line(check))}</p>" + (pre(shown(str(check["output"]))) if check.get("output")
+                                                           else ""))
+    out.append(f'<p><span class="label">totals</span>: {esc(total_line(t.totals))}</p></body></html>')
+    return "\n".join(out) + "\n"
+
+
+def block(item: object) -> str:
+    """The HTML of one message or record."""
+    if isinstance(item, dict):
+        return f'<p class="record">{esc(record_line(item))}</p>'
+    if isinstance(item, SystemMessage):
+        return f"<details><summary>system prompt</summary>{pre(shown(item.content))}</details>"
+    if isinstance(item, UserMessage):
+        return f'<section class="user"><h3>User</h3>{pre(item.content)}</section>'
+    if isinstance(item, AssistantMessage):
+        parts = ['<section class="assistant"><h3>Assistant</h3>']
+        if item.thinking:
+            parts.append(f"<details><summary>thinking</summary>{pre(item.thinking)}</details>")
+        if item.text.strip():
+            parts.append(pre(item.text))
+        for call in item.tool_calls:
+            parts.append(f'<p><span class="label">call</span> <code>{esc(call.name)}</code> ({esc(call.id)})</p>'
+                         + pre(arguments(call)))
+        return "".join(parts) + "</section>"
+    if isinstance(item, ToolResult):
+        kind = "tool error" if item.is_error else "tool"
+        diff = diff_of(item)
+        body = diff_html(diff) if diff else pre(shown(item.content))
+        return (f'<section class="{kind}"><p><span class="label">result</span> of <code>{esc(item.name)}</code>: '
+                f"{esc(outcome(item))}</p>{body}</section>")
+    return ""

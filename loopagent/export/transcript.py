@@ -1,0 +1,137 @@
+"""A session file as the parts a readable transcript shows, for every output format alike.
+
+The file is read with the session loader (so a transcript shows what `--resume` would continue);
+the records that carry no message (run ends, checks, hooks, repairs, compactions) are kept in
+their place between the messages. Text stays untrusted here: each format escapes it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from loopagent.clip import clip
+from loopagent.counts import counted
+from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
+from loopagent.render.safe import printable
+from loopagent.session.loader import Loaded, load
+
+RESULT_LINES = (40, 20)  # head and tail lines of a result shown; the rest is behind a clip marker
+RESULT_CHARS = (4000, 2000)  # ... and of characters, for results of a few enormous lines
+DIFF_LINES = (400, 100)  # a diff is what a reader wants whole; only a huge one is clipped
+
+
+@dataclass(frozen=True)
+class Totals:
+    steps: int  # model replies
+    calls: int
+    failed: int  # calls whose result is an error
+    usage: Usage
+    cost: float | None  # USD, summed over the runs that had a price
+
+
+@dataclass
+class Transcript:
+    """What an export shows: the header's facts, the items in order, the final status and the totals."""
+
+    id: str
+    header: dict
+    items: list[Message | dict] = field(default_factory=list)  # a dict is a record (end, check, hook ...)
+    status: str = "unfinished"
+    status_message: str = ""
+    checks: list[dict] = field(default_factory=list)
+    totals: Totals = Totals(0, 0, 0, Usage(), None)
+    calls: dict[str, ToolCall] = field(default_factory=dict)  # by id: the call a result answers
+
+    @property
+    def task(self) -> str:
+        first = next((m.content for m in self.items if getattr(m, "role", "") == "user"), "")
+        return str(self.header.get("task") or "") or first
+
+
+def transcript(path: Path) -> Transcript:
+    """Read a session file (raises SessionError when it is missing or corrupt) into a Transcript."""
+    return of(load(path))
+
+
+def of(loaded: Loaded) -> Transcript:
+    """The Transcript of a loaded session."""
+    out = Transcript(loaded.id, loaded.header)
+    records = list(loaded.records)
+    for index, message in enumerate(loaded.history):
+        while records and records[0][0] <= index:
+            out.items.append(records.pop(0)[1])
+        out.items.append(message)
+    out.items.extend(record for _, record in records)
+    ends = [r for r in out.items if isinstance(r, dict) and r.get("type") == "end"]
+    if ends:
+        out.status, out.status_message = str(ends[-1].get("status", "?")), str(ends[-1].get("message") or "")
+    out.checks = [r for r in out.items if isinstance(r, dict) and r.get("type") == "check"]
+    replies = [m for m in loaded.history if isinstance(m, AssistantMessage)]
+    results = [m for m in loaded.history if isinstance(m, ToolResult)]
+    out.calls = {c.id: c for m in replies for c in m.tool_calls}
+    usage = sum((m.usage for m in replies if m.usage), Usage())
+    costs = [r["cost"] for r in ends if isinstance(r.get("cost"), int | float)]
+    out.totals = Totals(len(replies), len(out.calls), sum(r.is_error for r in results), usage,
+                        sum(costs) if costs else None)
+    return out
+
+
+def arguments(call: ToolCall) -> str:
+    """A call's arguments, indented JSON when they parse (the model's raw text when not)."""
+    try:
+        return json.dumps(json.loads(call.arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return call.arguments
+
+
+def shown(text: str) -> str:
+    """Untrusted text with terminal controls made visible and a long one clipped with the marker."""
+    text = clip(text, *RESULT_LINES, lines=True)
+    return printable(clip(text, *RESULT_CHARS))
+
+
+def diff_of(result: ToolResult) -> str:
+    """The unified diff of a write or edit ('' for other calls), clipped only when it is enormous."""
+    diff = result.details.diff if result.details is not None else ""
+    return printable(clip(diff, *DIFF_LINES, lines=True)) if diff else ""
+
+
+def outcome(result: ToolResult) -> str:
+    """A result's outcome in a word or two: ok, error, denied, exit 1 ..."""
+    details = result.details
+    if details is not None and details.exit_code not in (None, 0):
+        return f"exit {details.exit_code}"
+    if details is not None and details.outcome != "ok":
+        return details.outcome
+    return "error" if result.is_error else "ok"
+
+
+def record_line(record: dict) -> str:
+    """A one-line account of a record that is not a message (a check's output is shown separately)."""
+    kind = record.get("type", "?")
+    if kind == "end":
+        text = f"run ended: {record.get('status', '?')} after {record.get('steps', '?')} steps"
+        return text + (f": {record['message']}" if record.get("message") else "")
+    if kind == "check":
+        verdict = "passed" if record.get("passed", record.get("exit_code") == 0) else "failed"
+        how = "timed out" if record.get("timed_out") else f"exit {record.get('exit_code', '?')}"
+        attempt = f", attempt {record['attempt']}" if isinstance(record.get("attempt"), int) else ""
+        return f"check {verdict}: {record.get('command', '')} ({how}{attempt})"
+    if kind == "hook":
+        return f"hook {record.get('kind', '')} {record.get('command', '')}: {record.get('verdict', '')}"
+    if kind == "compacted":
+        return f"context compacted: {record.get('tokens_before')} -> {record.get('tokens_after')} tokens"
+    if kind == "repair":
+        return f"repair: {record.get('text', '')}"
+    if kind == "edit":
+        return "context edited"
+    return f"{kind} record"
+
+
+def total_line(t: Totals) -> str:
+    """The totals in one line."""
+    cost = f", ${t.cost:.4f}" if t.cost is not None else ""
+    return (f"{counted(t.steps, 'model reply', 'model replies')}, {counted(t.calls, 'tool call')} ({t.failed} "
+            f"failed), {t.usage.prompt_tokens} prompt + {t.usage.completion_tokens} completion tokens{cost}")
