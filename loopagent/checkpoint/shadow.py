@@ -280,6 +280,8 @@ class ShadowRepo:
         import subprocess
         import tarfile
 
+        from loopagent.tarball import extract
+
         cmd = ["git", f"--git-dir={self.git_dir}", "archive", "--format=tar", commit]
         try:
             with tempfile.TemporaryFile() as tar:
@@ -290,7 +292,7 @@ class ShadowRepo:
                     raise CheckpointError(f"git archive failed: {why[-1]}")
                 tar.seek(0)
                 with tarfile.open(fileobj=tar) as archive:
-                    archive.extractall(dest, filter="tar")  # our own commit: links are kept as links
+                    extract(archive, dest)  # our own commit: links are kept as links
             for d in self.empty_dirs(self.tree_of(commit)):
                 os.makedirs(dest / d, exist_ok=True)
         except (OSError, subprocess.SubprocessError, tarfile.TarError) as exc:

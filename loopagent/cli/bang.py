@@ -9,13 +9,11 @@ clipped output wait to go with the next message, as context the person gave (nev
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 from loopagent.clip import clip
 from loopagent.tools.base import ToolContext
-from loopagent.tools.shell import Output, wait
+from loopagent.tools.shell import Output, execute
 
 CONTEXT_HEAD, CONTEXT_TAIL = 4_000, 8_000  # of the output, characters the model is given
 
@@ -42,24 +40,11 @@ class Shown(Output):
 def run_command(command: str, ctx: ToolContext, say: Any) -> tuple[str, str]:
     """Run `command` as the shell tool would; (outcome, output) with outcome 'exit code N', 'timed out
     after N s' or 'cancelled'. Raises OSError when bash cannot start."""
-    from loopagent.sandbox.containment import children, kill_call
-
-    before = children()
-    started = ctx.executor.spawn(["bash", "-c", command], str(ctx.workspace.root), ctx.env)
-    proc = started.proc
     output = Shown(lambda line: say(ctx.redact(line)))
-    reader = threading.Thread(target=output.read_from, args=(proc.stdout,), daemon=True)
-    reader.start()
-    outcome = wait(proc, ctx.cancel, time.monotonic() + ctx.shell_timeout)
-    kill_call(proc.pid, before)
-    proc.wait()
-    started.close()
-    output.stop.set()
-    reader.join()
-    proc.stdout.close()
+    outcome, returncode = execute(command, ctx, ctx.shell_timeout, output)
     output.flush()
     said = {"timeout": f"timed out after {ctx.shell_timeout:g} s", "cancelled": "cancelled"}
-    return said.get(outcome, f"exit code {proc.returncode}"), ctx.redact(output.text())
+    return said.get(outcome, f"exit code {returncode}"), ctx.redact(output.text())
 
 
 def context_note(command: str, outcome: str, output: str) -> str:

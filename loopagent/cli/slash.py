@@ -53,6 +53,14 @@ def service(repl: Repl, name: str) -> Any:
     return repl.services.get(name) or getattr(repl.agent, name, None)
 
 
+def session_service(repl: Repl, name: str) -> Any:
+    """A service of the session file (`sessions`, `fork_session`, `session_path`), or None after saying so."""
+    found = repl.services.get(name)
+    if found is None:
+        repl.renderer.say("sessions are not available in this build", "yellow")
+    return found
+
+
 def history_replaced(repl: Repl) -> None:
     """After /clear or /rewind the toolbar's estimate starts over; the context window's edits are keyed
     by message identity, so those of messages that left the history are gone with them."""
@@ -171,9 +179,7 @@ def clear(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/sessions", "list this workspace's sessions")
 def sessions(repl: Repl, arg: str, prompt: Any) -> None:
-    listing = repl.services.get("sessions")
-    if listing is None:
-        repl.renderer.say("sessions are not available in this build", "yellow")
+    if (listing := session_service(repl, "sessions")) is None:
         return
     for line in listing():
         repl.renderer.say(line)

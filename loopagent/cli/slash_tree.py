@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopagent.cli.slash import command
+from loopagent.cli.slash import command, session_service
 from loopagent.render.safe import printable
 
 if TYPE_CHECKING:
@@ -14,9 +14,7 @@ if TYPE_CHECKING:
 
 @command("/fork", "continue in a new session branched from this one (this one is kept)")
 def fork(repl: Repl, arg: str, prompt: Any) -> None:
-    start = repl.services.get("fork_session")
-    if start is None:
-        repl.renderer.say("sessions are not available in this build", "yellow")
+    if (start := session_service(repl, "fork_session")) is None:
         return
     before = repl.services["session_path"]().stem
     start(repl)  # a new file with the same messages, its header naming `before` and the last message
@@ -29,9 +27,7 @@ def export(repl: Repl, arg: str, prompt: Any) -> None:
     from loopagent.export import export as render
     from loopagent.export import format_for
 
-    current = repl.services.get("session_path")
-    if current is None:
-        repl.renderer.say("sessions are not available in this build", "yellow")
+    if (current := session_service(repl, "session_path")) is None:
         return
     path: Path = current()
     target = Path(arg).expanduser() if arg else Path.cwd() / f"{path.stem}.md"

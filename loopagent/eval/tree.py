@@ -7,6 +7,8 @@ import io
 import tarfile
 from pathlib import Path
 
+from loopagent.tarball import extract
+
 # Not compared: a repository's own git data (carried, though) and caches the tools write as they run.
 SKIP = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 MAX_DIFF = 1_000_000  # characters: a run that rewrote a data file should not fill the driver's memory
@@ -25,7 +27,7 @@ def unpack(data: bytes, directory: Path) -> None:
     """Extract a `pack` tar into `directory` (created), refusing members that would land outside it."""
     directory.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(directory, filter="tar")
+        extract(tar, directory)
 
 
 def files_of(root: Path) -> dict[str, Path]:

@@ -57,7 +57,7 @@ def transcript(path: Path) -> Transcript:
 
 def of(loaded: Loaded) -> Transcript:
     """The Transcript of a loaded session."""
-    out = Transcript(loaded.id, loaded.header)
+    out = Transcript(str(loaded.header.get("id") or loaded.id), loaded.header)  # a copied file keeps its id
     records = list(loaded.records)
     for index, message in enumerate(loaded.history):
         while records and records[0][0] <= index:

@@ -34,6 +34,25 @@ POLL_SECONDS = 0.05  # how often a running command checks for cancel and timeout
 UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
+def execute(command: str, ctx: ToolContext, timeout: float, output: Output) -> tuple[str, int]:
+    """Run `command` with bash in the workspace through the run's executor, its output into `output`, until
+    it exits, `timeout` passes or the token is set; every process it started is killed after it.
+    Returns the outcome ("exit", "timeout" or "cancelled") and the exit status; OSError if bash cannot start."""
+    before = children()  # orphans of this call are loop's new children (see containment.py)
+    started = ctx.executor.spawn(["bash", "-c", command], str(ctx.workspace.root), ctx.env)
+    proc = started.proc
+    reader = threading.Thread(target=output.read_from, args=(proc.stdout,), daemon=True)
+    reader.start()
+    outcome = wait(proc, ctx.cancel, time.monotonic() + timeout)
+    kill_call(proc.pid, before)
+    proc.wait()
+    started.close()
+    output.stop.set()
+    reader.join()
+    proc.stdout.close()
+    return outcome, proc.returncode
+
+
 class ShellParams(BaseModel):
     command: str = Field(min_length=1, description="bash command line, run in the workspace root")
     timeout: float | None = Field(None, gt=0, le=3600, description="seconds before the command is killed")
@@ -53,23 +72,12 @@ class Shell(Tool):
         if ctx.cancel.is_set():
             raise ToolError("cancelled by the user before the command started")
         timeout = args.timeout or ctx.shell_timeout
-        before = children()  # orphans of this call are loop's new children (see containment.py)
+        output = Output()
+        begun = time.monotonic()
         try:
-            started = ctx.executor.spawn(["bash", "-c", args.command], str(ctx.workspace.root), ctx.env)
+            outcome, returncode = execute(args.command, ctx, timeout, output)
         except OSError as exc:
             raise ToolError(f"cannot start bash: {exc.strerror}") from None
-        proc = started.proc
-        output = Output()
-        reader = threading.Thread(target=output.read_from, args=(proc.stdout,), daemon=True)
-        reader.start()
-        begun = time.monotonic()
-        outcome = wait(proc, ctx.cancel, begun + timeout)
-        kill_call(proc.pid, before)
-        proc.wait()
-        started.close()
-        output.stop.set()
-        reader.join()
-        proc.stdout.close()
         text = output.text()
         if outcome == "timeout":
             return ToolResult.error(f"timed out after {timeout:g} s; the command and its processes "
@@ -78,10 +86,10 @@ class Shell(Tool):
             return ToolResult.error(f"{ctx.cancel.said()} after {time.monotonic() - begun:.1f} s; "
                                     f"the command and its processes were killed\n{text}",
                                     Details("cancelled", lines=output.lines()))
-        body = f"exit code {proc.returncode}\n{text}"
-        details = Details("error" if proc.returncode else "ok", exit_code=proc.returncode, lines=output.lines(),
+        body = f"exit code {returncode}\n{text}"
+        details = Details("error" if returncode else "ok", exit_code=returncode, lines=output.lines(),
                           clipped=output.clipped)
-        if not proc.returncode:
+        if not returncode:
             return ToolResult.ok(body, details=details)
         note = ctx.executor.note(text)
         if note:
