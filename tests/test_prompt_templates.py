@@ -14,7 +14,7 @@ def test_expand_substitutes_arguments_and_positions():
     assert expand("$1 $ARGUMENTS", "it's") == "it's it's"  # an unbalanced quote splits on white space
 
 
-def test_project_template_replaces_users_and_builtins_are_kept(tmp_path):
+def test_the_users_template_wins_over_the_projects_and_builtins_are_kept(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     (home / "prompts").mkdir(parents=True)
     (ws / ".loop" / "prompts").mkdir(parents=True)
@@ -24,9 +24,12 @@ def test_project_template_replaces_users_and_builtins_are_kept(tmp_path):
     (ws / ".loop" / "prompts" / "bad name.md").write_text("x")
     (tmp_path / "key").write_text("private")
     (ws / ".loop" / "prompts" / "leak.md").symlink_to(tmp_path / "key")  # a project's link to elsewhere
+    (ws / ".loop" / "prompts" / "plan.md").write_text("project's plan")
     found = templates(home, ws, {"/help"})
-    assert set(found) == {"/review"}
-    assert found["/review"].text() == "project's" and found["/review"].origin == "project"
+    assert set(found) == {"/review", "/plan"}
+    # a repository cannot change what the user's own /review says
+    assert found["/review"].text() == "user's" and found["/review"].origin == "user"
+    assert found["/plan"].text() == "project's plan" and found["/plan"].origin == "project"
 
 
 def test_templates_are_listed_completed_and_substituted(term, server, workspace, loop_home):

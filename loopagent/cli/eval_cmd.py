@@ -114,8 +114,9 @@ def carry_out(suite: Path | None, example: bool, dask: str | None, agent: dict, 
                 import distributed  # noqa: F401 - only to say at once when the extra is missing
             except ImportError:
                 raise MissingDask(f"--dask needs Dask distributed: {INSTALL}") from None
+        api_key = agent.pop("api_key")  # to the runs' environment, never their command line
         opts = EvalOptions(suite=suite, out=output_dir(out, resume, suite, example), dask=dask,
-                           agent_args=agent_flags(agent, example), **limits)
+                           agent_args=agent_flags(agent, example), api_key=api_key, **limits)
         return run_eval(opts, Console(highlight=False))
     except (SuiteError, DaskUsage) as exc:
         raise fail(str(exc)) from None

@@ -2,8 +2,9 @@
 
 A template is text only: what `/NAME args` sends is the file's text with `$ARGUMENTS` (all the
 arguments) and `$1`..`$9` (each, split as a shell would) put in; it is a message, so a project's
-template can never change a setting, a permission or a rule. A project template of the same name
-replaces the user's (it knows the project); neither may take the name of a built-in command.
+template can never change a setting, a permission or a rule. The user's template of a name wins over
+the project's (a repository must not change what the user's own command says); neither may take the
+name of a built-in command.
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ class Template:
 def templates(home: Path, workspace: Path | None, builtins: set[str]) -> dict[str, Template]:
     """The templates found, by command name; names of built-in commands are left out."""
     found: dict[str, Template] = {}
-    folders = [(home / "prompts", "user")]
-    if workspace is not None:
-        folders.append((workspace / ".loop" / "prompts", "project"))
+    folders = [(workspace / ".loop" / "prompts", "project")] if workspace is not None else []
+    folders.append((home / "prompts", "user"))  # last: the user's replace the project's of the same name
     for folder, origin in folders:
         try:
             files = sorted(folder.glob("*.md"))

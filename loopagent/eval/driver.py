@@ -3,7 +3,6 @@ not yet recorded, hands them to the local pool or Dask, records each as it ends,
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -28,12 +27,28 @@ class EvalOptions:
     max_steps: int | None = None  # for tasks without their own
     timeout: float | None = None
     agent_args: list[str] = field(default_factory=list)  # --base-url, -m, --approval, --sandbox…
+    api_key: str | None = field(default=None, repr=False)  # --api-key when no re-exec took it (secrets.py)
+
+
+def carried_secrets(api_key: str | None = None) -> dict[str, str]:
+    """The key and a credentialed base URL for the runs, in their environment, never their argv (where
+    /proc/PID/cmdline shows it): --api-key and such a --base-url were taken out of loop's own argv by the
+    re-exec (secrets.py), LOOP_API_KEY and OPENAI_API_KEY out of its os.environ; environment() has them."""
+    from loopagent.secrets import environment
+
+    env = environment()
+    carried = {k: env[k] for k in KEYS if env.get(k)}
+    if key := api_key or env.get("--api-key"):
+        carried["LOOP_API_KEY"] = key
+    if env.get("--base-url"):
+        carried["LOOP_BASE_URL"] = env["--base-url"]
+    return carried
 
 
 def build_specs(tasks: list[Task], opts: EvalOptions, done: set, config: bytes | None) -> list[RunSpec]:
     """A spec per (task, attempt) that `done` does not hold, attempt-major so every task starts early."""
     repos: dict[Path, bytes] = {}
-    environ = {k: os.environ[k] for k in KEYS if k in os.environ}
+    environ = carried_secrets(opts.api_key)
     specs = []
     for attempt in range(1, opts.repeat + 1):
         for task in tasks:
