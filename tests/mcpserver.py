@@ -52,6 +52,4 @@ if __name__ == "__main__":
         with open(marker, "a") as f:
             f.write(f"{os.getpid()}\n")
     print("notes server starting", file=sys.stderr)  # goes to the log, never the terminal
-    if os.environ.get("STARTUP_NAP"):  # a server slow to start without using the CPU (bench/bench_mcp.py)
-        time.sleep(float(os.environ["STARTUP_NAP"]))
     server.run("stdio")
