@@ -34,6 +34,7 @@ class RunSpec:
     max_steps: int | None = None
     timeout: float | None = None
     check_timeout: float = 600.0
+    check_sandbox: str = "workspace-write"  # the check runs code the agent wrote: walled like its shell calls
     replay: bytes | None = None  # recorded turns, written into the run's directory for --replay
     agent_args: tuple[str, ...] = ()  # flags for `loop agent`: --base-url, -m, --approval, --sandbox…
     config: bytes | None = None  # the user's config.json (prices, servers) for the run's LOOP_HOME
@@ -66,7 +67,7 @@ def run_task(spec: RunSpec) -> dict:
         agent = _agent(spec, root, repo, home, path)
         line.update(agent["line"])
         diff = diff_trees(root / "before", repo)
-        code, out = run_bounded(["bash", "-c", spec.check], repo, _scrubbed(path), spec.check_timeout)
+        code, out = _check(spec, repo, path)
         line.update(verified=code == 0, check_exit_code=code, check_output=out[-TAIL:])
         return _finish(line, started, agent["session"], diff)
 
@@ -101,6 +102,26 @@ def _agent(spec: RunSpec, root: Path, repo: Path, home: Path, path: str) -> dict
     session_path = Path(session["path"]) if isinstance(session.get("path"), str) else None
     data = session_path.read_bytes() if session_path is not None and session_path.is_file() else None
     return {"line": line, "session": data}
+
+
+def _check(spec: RunSpec, repo: Path, path: str) -> tuple[int | None, str]:
+    """The task's check in the run's copy, after the agent: the suite's command, but it runs the code the
+    agent wrote (a conftest.py, a package's setup), so inside the sandbox its shell calls had (no network),
+    unless the eval runs with --sandbox off. Where bwrap cannot run it runs as it is, and says so."""
+    from loopagent.config import loop_home
+    from loopagent.sandbox.executor import walled_argv
+
+    env = _scrubbed(path)
+    # the user's $LOOP_HOME is hidden inside, as for the agent's shell calls
+    argv, cleanup, unwalled = walled_argv(spec.check_sandbox, repo, ["bash", "-c", spec.check],
+                                          {**env, "LOOP_HOME": str(loop_home())})
+    try:
+        code, out = run_bounded(argv, repo, env, spec.check_timeout)
+    finally:
+        cleanup()
+    if unwalled not in (None, "off"):
+        out += f"\n[loop eval: the check ran unsandboxed: {unwalled}]"
+    return code, out
 
 
 def interpreter_path() -> str:

@@ -11,6 +11,7 @@ import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from loopagent.sandbox.containment import become_subreaper
 from loopagent.sandbox.layout import Layout, survey
@@ -27,14 +28,18 @@ class Started:
 
     def close(self) -> None:
         """Remove the empty files and dirs bwrap made on the host to mount over."""
-        for path in reversed(self.mount_points):
-            try:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    os.rmdir(path)  # only when empty: anything else was not ours
-                elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-                    os.unlink(path)
-            except OSError:
-                pass
+        remove_mount_points(self.mount_points)
+
+
+def remove_mount_points(paths: tuple[str, ...]) -> None:
+    for path in reversed(paths):
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # only when empty: anything else was not ours
+            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
+                os.unlink(path)
+        except OSError:
+            pass
 
 
 @dataclass
@@ -118,3 +123,18 @@ def open_sandbox(spec: SandboxSpec, environ: Mapping[str, str], chosen_by: str =
     if not found.proc:
         verdict = "sandbox: this kernel refused a new /proc inside the sandbox; /proc is empty there"
     return Sandbox(BwrapExecutor(spec, found.bwrap or "bwrap"), "sandboxed", None, verdict)
+
+
+def walled_argv(mode: str, workspace: Path, argv: list[str], environ: Mapping[str, str]):
+    """`argv` wrapped to run inside the sandbox `mode` gives `workspace` (no network), for a caller that
+    starts and waits for the process itself (`loop eval`'s checks): (argv, the cleanup to call after it,
+    why it runs unsandboxed or None). `environ` is the one the spec hides $LOOP_HOME and $HOME's stores by."""
+    from loopagent.sandbox.bwrap import bwrap_argv
+    from loopagent.sandbox.spec import spec_from
+
+    box = open_sandbox(spec_from(mode, workspace, environ), environ)
+    if not isinstance(box.executor, BwrapExecutor):
+        return argv, lambda: None, "off" if box.state == "off" else box.problem or "unavailable"
+    layout = survey(box.executor.spec)
+    points = layout.mount_points()
+    return bwrap_argv(box.executor.spec, layout, argv, box.executor.bwrap), lambda: remove_mount_points(points), None
