@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult
 
 USER_DENIAL = "denied: the user did not approve this call"  # loop.py's answer to a "no" at the question
+MCP = "mcp__"  # MCP tools' names: a replay starts no MCP server (cli/replay_run.py)
+NOT_REPLAYED = "not replayed"
 NOT_RUN = "no result"  # the call has no result: not run (a replay cut short), or cut off by a kill
 # 0.12s, 3 s, 250ms, 1.5 seconds, 0:00:01.20: whatever a clock put into the text
 DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b|\b\d+:\d{2}:\d{2}(?:\.\d+)?\b")
@@ -106,6 +108,10 @@ def compare(recorded: Sequence[CallOutcome], now: Sequence[CallOutcome], strict:
         is_ = now[k] if k < len(now) else None
         shown = was or is_
         assert shown is not None
+        if was is not None and is_ is not None and was.tool == is_.tool and was.tool.startswith(MCP):
+            # an MCP server acts outside the copy (a real repository, a database): never called again
+            verdicts.append(Verdict(k + 1, was.tool, subject(was.arguments), was.summary, NOT_REPLAYED))
+            continue
         verdicts.append(Verdict(k + 1, shown.tool, subject(shown.arguments),
                                 was.summary if was else "-", is_.summary if is_ else "not run",
                                 difference(was, is_, strict, roots)))
@@ -165,8 +171,8 @@ def clip(text: str, width: int = 48) -> str:
 def table(verdicts: Sequence[Verdict]) -> list[str]:
     """The calls in aligned columns, each with its verdict."""
     rows = [("#", "tool", "call", "recorded", "now", "verdict")]
-    rows += [(str(v.number), v.tool, v.subject, v.recorded, v.now, "same" if v.same else f"DIFFERS: {v.why}")
-             for v in verdicts]
+    rows += [(str(v.number), v.tool, v.subject, v.recorded, v.now,
+              "skipped" if v.now == NOT_REPLAYED else "same" if v.same else f"DIFFERS: {v.why}") for v in verdicts]
     widths = [max(len(r[c]) for r in rows) for c in range(5)]
     return ["  ".join(cell.ljust(widths[c]) for c, cell in enumerate(r[:5])) + "  " + r[5] for r in rows]
 
@@ -175,5 +181,9 @@ def conclusion(verdicts: Sequence[Verdict]) -> str:
     """The last line: all the same, or the first divergence."""
     first = next((v for v in verdicts if not v.same), None)
     if first is None:
+        skipped = sum(v.now == NOT_REPLAYED for v in verdicts)
+        if skipped:
+            return (f"replay: all {len(verdicts) - skipped} replayed calls have the recorded outcome "
+                    f"({skipped} MCP call{'s' if skipped > 1 else ''} not replayed)")
         return f"replay: all {len(verdicts)} calls have the recorded outcome"
     return f"replay: call {first.number} ({first.tool} {first.subject}) diverges: {first.why}"

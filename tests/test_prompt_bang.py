@@ -32,3 +32,17 @@ def test_bang_output_goes_with_the_next_message(term, server, workspace, tmp_pat
     assert user_texts(server.requests[1])[-1] == "and now?"  # the output went once
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
+
+
+def test_clear_drops_a_commands_output_not_yet_sent(term, server, workspace):
+    server.add(text("ok"))
+    t = term(*where_shells_run())
+    t.line("!echo for-the-old-conversation")
+    t.expect("go with your next message")
+    t.line("/clear")
+    t.expect("new conversation")
+    t.line("start afresh")
+    t.expect("done: completed")
+    assert user_texts(server.requests[0]) == ["start afresh"]  # the old conversation's note went with it
+    t.child.sendcontrol("d")
+    assert t.exit_code() == 0

@@ -10,6 +10,7 @@ from loopagent.loop import HEADLESS_DENIAL
 from loopagent.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage, to_record
 from loopagent.rerun import USER_DENIAL
 from loopagent.session import header
+from loopagent.session.catalog import sessions_dir
 from tests.conftest import where_shells_run
 from tests.test_replay_session import replay_here
 
@@ -21,6 +22,14 @@ def session_file(path: Path, ws: Path, approval: str | None, messages: list) -> 
     lines = [head] + [{"type": "message", "index": i, **to_record(m)} for i, m in enumerate(messages)]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
+
+
+def own_session(loop_home: Path, ws: Path, name: str, approval: str | None, messages: list) -> Path:
+    """A session in the user's own store: its recorded mode and answers are the user's (a file handed
+    over by someone else runs no looser than the configuration: tests/test_review_security_replay.py)."""
+    store = sessions_dir(loop_home, ws)
+    store.mkdir(parents=True, exist_ok=True)
+    return session_file(store / f"{name}.jsonl", ws, approval, messages)
 
 
 def shell_turn(call_id: str, command: str) -> AssistantMessage:
@@ -44,13 +53,13 @@ def test_headless_recording_replays_under_its_mode(tmp_path: Path, loop_home: Pa
     denied = ToolResult.error(f"{HEADLESS_DENIAL} (runs a command)", Details("denied"))
     messages = [SystemMessage("s"), UserMessage("run it"), shell_turn("c1", "exit 3"),
                 denied.answering(ToolCall("c1", "shell", "{}")), AssistantMessage(text="could not run it")]
-    recorded = session_file(tmp_path / "rec.jsonl", ws, "edits", messages)
+    recorded = own_session(loop_home, ws, "rec", "edits", messages)
     code, out, err = replay_here(monkeypatch, capsys, ws, str(recorded))
     assert code == 0, out + err
     assert "has no checkpoint" in err  # no checkpoint: a copy of the workspace as it is now
     assert out.splitlines()[1].split()[-3:] == ["denied", "denied", "same"]
     # Without a recorded mode the configuration's `all` runs the command: call 1 diverges.
-    bare = session_file(tmp_path / "bare.jsonl", ws, None, messages)
+    bare = own_session(loop_home, ws, "bare", None, messages)
     code, out, err = replay_here(monkeypatch, capsys, ws, str(bare))
     assert code == 1 and "recorded denied, now exit 3" in out.splitlines()[-1]
     assert not (ws / "nothing").exists()
@@ -67,7 +76,7 @@ def test_recorded_answers_at_the_question(tmp_path: Path, loop_home: Path, monke
                 AssistantMessage(text="done"), UserMessage("once more"),
                 shell_turn("c2", "exit 4"), ToolResult.error("exit code 4\n", Details("error", exit_code=4))
                 .answering(ToolCall("c2", "shell", "{}")), AssistantMessage(text="done again")]
-    recorded = session_file(tmp_path / "rec.jsonl", ws, "ask", messages)
+    recorded = own_session(loop_home, ws, "rec", "ask", messages)
     code, out, err = replay_here(monkeypatch, capsys, ws, str(recorded))
     assert code == 0, out + err
     rows = [line.split() for line in out.splitlines()[1:4]]

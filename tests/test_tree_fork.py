@@ -27,7 +27,7 @@ def resume(run_loop, server, ws: Path, session: str, task: str):
 
 
 def test_fork_in_the_repl_then_resume_both_branches(term, server, workspace, loop_home, run_loop, tmp_path):
-    server.add(text("First answer."), text("Second answer."))
+    server.add(text("First answer."), text("Second answer."), text("Third answer."))
     t = term()
     t.line("first task")
     t.expect("First answer.")
@@ -54,6 +54,9 @@ def test_fork_in_the_repl_then_resume_both_branches(term, server, workspace, loo
     t.prompt()
     t.line("\x15/clear")  # Ctrl+U first: the rewound message waits in the prompt
     t.expect("new conversation")
+    t.prompt()
+    t.line("third task")  # a session in which nothing is said is removed on leaving: say something
+    t.expect("Third answer.")
     t.prompt()
     t.line("/exit")
     assert t.exit_code() == 0

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from loopagent.clip import clip
+from loopagent.session.typed import COMMAND_END, COMMAND_HEAD
 from loopagent.tools.base import ToolContext
 from loopagent.tools.shell import Output, execute
 
 CONTEXT_HEAD, CONTEXT_TAIL = 4_000, 8_000  # of the output, characters the model is given
+LINE_PIECE = 4_096  # bytes: a longer line is shown in pieces, never gathered whole in memory
 
 
 class Shown(Output):
@@ -28,8 +30,11 @@ class Shown(Output):
     def add(self, chunk: bytes) -> None:
         super().add(chunk)
         *done, self.partial = (self.partial + chunk).split(b"\n")
-        for line in done:
-            self.say(line.decode("utf-8", errors="replace"))
+        for line in done:  # a progress bar redraws its line after \r: shown as a terminal would show it
+            self.say(line.rstrip(b"\r").rsplit(b"\r", 1)[-1].decode("utf-8", errors="replace"))
+        while len(self.partial) >= LINE_PIECE:  # output without newlines (a binary, a progress bar) shows
+            self.say(self.partial[:LINE_PIECE].decode("utf-8", errors="replace"))  # as it comes, in pieces
+            self.partial = self.partial[LINE_PIECE:]
 
     def flush(self) -> None:
         if self.partial:
@@ -50,7 +55,7 @@ def run_command(command: str, ctx: ToolContext, say: Any) -> tuple[str, str]:
 def context_note(command: str, outcome: str, output: str) -> str:
     """What the model is told with the next message."""
     shown = clip(output, CONTEXT_HEAD, CONTEXT_TAIL)
-    return f"[the user ran a command in the workspace]\n$ {command}\n{outcome}\n{shown}"
+    return f"{COMMAND_HEAD}$ {command}\n{outcome}\n{shown}{COMMAND_END}"
 
 
 def bang(repl: Any, command: str) -> None:

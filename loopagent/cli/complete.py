@@ -10,6 +10,7 @@ when completions are shown while typing, so a single candidate took two presses)
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -47,10 +48,12 @@ class ReplCompleter(Completer):
 
     def paths(self, partial: str) -> Iterator[Completion]:
         """Entries of the workspace directory `partial` names, directories ending in `/`."""
-        folder, _, stem = partial.rpartition("/")
-        base = (self.workspace / folder) if folder else self.workspace
+        typed, _, stem = partial.rpartition("/")
+        folder = None if partial.startswith("/") else self.folder_in(typed)
+        if folder is None:
+            return
         try:
-            with os.scandir(base) as entries:
+            with os.scandir(self.workspace / folder if folder else self.workspace) as entries:
                 names = sorted((e.name + ("/" if e.is_dir() else "")) for e in entries)
         except OSError:
             return
@@ -64,6 +67,22 @@ class ReplCompleter(Completer):
                 if shown >= MAX_PATHS:
                     return
 
+
+    def folder_in(self, typed: str) -> str | None:
+        """`typed` as a clean workspace-relative folder ("" for the root); None when it leaves the
+        workspace (`..`, a link to elsewhere) or enters `.git`: nothing is offered there.
+        Normalised, so `./` and `src//` meet the same .gitignore rules as the plain spelling."""
+        if not typed:
+            return ""
+        folder = posixpath.normpath(typed)
+        if folder == ".." or folder.startswith("../"):
+            return None
+        folder = "" if folder == "." else folder
+        if folder.split("/", 1)[0] == ".git":
+            return None
+        root = os.path.realpath(self.workspace)
+        real = os.path.realpath(os.path.join(root, folder))
+        return folder if real == root or real.startswith(root + os.sep) else None
 
     def not_ignored(self, folder: str) -> Callable[[str], bool]:
         """A test of workspace-relative paths in `folder`: False for what .gitignore excludes."""

@@ -18,7 +18,8 @@ from loopagent.messages import ToolCall, ToolResult
 from loopagent.tools.base import ToolError
 
 # `@` at the start or after white space (an e-mail address is no mention), then a path up to white space.
-MENTION = re.compile(r"(?:(?<=\s)|^)@(\S+)")
+# Not the header of an attachment quoted back ("[attached @a.txt, ...]"): that would attach it again.
+MENTION = re.compile(r"(?:(?<=\s)|^)(?<!\[attached )@(\S+)")
 TRAILING = ",;:!?)]}'\"."  # punctuation that ends a sentence rather than a path
 
 

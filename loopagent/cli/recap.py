@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from loopagent.messages import AssistantMessage, Message, UserMessage
+from loopagent.session.typed import typed
 
 EXCHANGES = 3  # the last exchanges shown
 WIDTH = 100  # each shown line is clipped to this many characters
@@ -35,7 +36,7 @@ def exchanges(history: list[Message]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for message in history:
         if isinstance(message, UserMessage) and not message.content.startswith(NOTE):
-            out.append((message.content, ""))
+            out.append((typed(message.content), ""))  # the person's words, not loop's notes and attachments
         elif isinstance(message, AssistantMessage) and out:
             if message.text.strip():
                 answer = message.text

@@ -28,6 +28,7 @@ from loopagent.session import (
     load,
     new_path,
 )
+from loopagent.session.typed import typed
 
 CONTINUE = "Continue."
 
@@ -55,19 +56,22 @@ class Recording:
     emit: Listener = lambda event: None  # the agent's feed
     source: str = "default"  # where --ctx-size came from (the session event names it)
     home: Path | None = None  # $LOOP_HOME of the run (None: read it when needed)
+    unnamed: bool = False  # an interactive file still called `<stamp>-session`: its first task names it
 
     def fork(self, history: list[Message]) -> None:
         """Continue in a new session file holding `history` (/fork, /clear, a rewound conversation); its
         header names this session as its parent, at the last message of `history` (a prefix of ours)."""
-        task = next((m.content for m in history if isinstance(m, UserMessage)), "")
+        task = next((typed(m.content) for m in history if isinstance(m, UserMessage)), "")
         path = new_path(self.home or loop_home(), self.workspace, task)
-        parent = {"session": self.id, "message": len(history) - 1}
+        # A session left before anything was said is removed (SessionWriter.switch): no parent to name.
+        parent = {"session": self.id, "message": len(history) - 1} if self.writer.spoken else None
         self.writer.switch(path)
         self.emit(SessionStarted(self.id, str(path), self.settings.ctx_size, self.source, header(
             path.stem, self.workspace, self.settings.model, self.settings.base_url, task, parent,
             self.settings.approval)))
         for index, message in enumerate(history):
             self.emit(MessageAdded(message, index))
+        self.unnamed = not task  # a /clear: the next task names the new file, as it named the first
         if self.checkpoints is not None:
             self.checkpoints.session, self.checkpoints.next_index = self.id, len(history)
         if self.writer.health():
@@ -79,6 +83,7 @@ class Recording:
             "sessions": lambda: describe_sessions(listing(self.home or loop_home(), self.workspace)),
             "fork_session": lambda repl: self.fork(repl.history),
             "session_path": lambda: self.path,
+            "leave_session": self.writer.leave,
         }
         if self.checkpoints is not None:
             out["checkpoints"] = CheckpointCommands(self)
@@ -163,6 +168,7 @@ def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: 
         agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
         rec = Recording(writer, [], task or "", workspace, settings)
         if interactive:
+            rec.unnamed = True
             agent.listeners.insert(1, Relabel(rec))
     rec.emit, rec.source, rec.home = agent.emit, source, home
     if rec.writer.health():
@@ -217,7 +223,7 @@ def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: 
     parent = load(find(home, workspace, name))
     history, last = branch(parent, upto)
     label_from = task or str(parent.header.get("task", "")) or next(
-        (m.content for m in history if isinstance(m, UserMessage)), "")
+        (typed(m.content) for m in history if isinstance(m, UserMessage)), "")
     path = new_path(home, workspace, label_from)
     writer = SessionWriter.create(path)
     agent.listeners.insert(0, writer)
@@ -235,20 +241,20 @@ def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: 
 
 
 class Relabel:
-    """Listener: an interactive session starts as `<time>-session`; the first task typed names it."""
+    """Listener: an interactive session starts as `<time>-session`; the first task typed names it (and
+    names the new file of a /clear the same way)."""
 
     def __init__(self, rec: Recording):
         self.rec = rec
-        self.done = False
 
     def __call__(self, event: object) -> None:
-        if self.done or not isinstance(event, MessageAdded) or not isinstance(event.message, UserMessage):
+        if not self.rec.unnamed or not isinstance(event, MessageAdded) or not isinstance(event.message, UserMessage):
             return
-        self.done = True
+        self.rec.unnamed = False
         from loopagent.session.catalog import label
 
         stamp = self.rec.writer.id.split("-", 1)[0]
-        self.rec.writer.rename(f"{stamp}-{label(event.message.content)}")
+        self.rec.writer.rename(f"{stamp}-{label(typed(event.message.content))}")
         if self.rec.checkpoints is not None:
             self.rec.checkpoints.session = self.rec.id
 

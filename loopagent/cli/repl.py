@@ -152,6 +152,9 @@ class Repl:
             return self.loop(prompt)
         except Stopped as exc:  # SIGTERM or SIGHUP at the prompt
             return 128 + exc.signum
+        finally:
+            if leave := self.services.get("leave_session"):
+                leave()  # a session in which nothing was said is not kept
 
     def show_resumed(self) -> None:
         """A resumed session says which it is, its task, when it was last active and its last exchanges."""

@@ -4,6 +4,12 @@ The turns run headless on a fresh temporary copy of the workspace as it was at t
 checkpoint (or a copy of -C DIR), under the recorded approval mode; then every call's outcome is
 compared with the recording (loopagent/rerun.py). Nothing is written to the user's workspace,
 sessions or checkpoints: the copy and everything in it is removed at the end.
+
+A session file that is not one of the user's own (not in $LOOP_HOME/sessions) was written by someone
+else: its header's approval mode, its recorded answers and its workspace path are that person's
+claims. It runs no looser than the user's own configured mode (unless `--approval` says so), no
+recorded "yes" answers a question, and it needs -C DIR (its recorded workspace is not the user's
+choice of what to copy). The sandbox may be off or missing; then the approval mode is the only wall.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Annotated
 
 import typer
 
-APPROVALS = ("ask", "edits", "all")
+APPROVALS = ("ask", "edits", "all")  # strictest first
 
 
 class Refused(Exception):
@@ -28,6 +34,8 @@ class Source:
     loaded: object  # loopagent.session.Loaded
     directory: Path | None  # -C DIR: copy this instead of the first checkpoint
     home: Path
+    own: bool = True  # one of the user's saved sessions, not a file someone handed over
+    approval: str | None = None  # --approval MODE: the user's own word on the mode
 
 
 def replay(
@@ -37,6 +45,10 @@ def replay(
         help="Replay on a copy of DIR instead of the workspace as it was at the session's first checkpoint.")] = None,
     strict: Annotated[bool, typer.Option(
         "--strict", help="Also require the same result text (durations and the workspace path masked).")] = False,
+    approval: Annotated[str | None, typer.Option(
+        "--approval", metavar="MODE",
+        help="ask | edits | all: run the calls under MODE; a session that is not yours otherwise runs no "
+             "looser than your configured mode.")] = None,
 ) -> None:
     """Run a saved session's model turns again with the real tools and compare every call's outcome.
 
@@ -46,7 +58,9 @@ def replay(
     from loopagent.render.safe import printable
 
     try:
-        code = replay_session(session, workspace, strict)
+        if approval is not None and approval not in APPROVALS:
+            raise Refused(f"--approval must be ask, edits or all, not {approval!r}")
+        code = replay_session(session, workspace, strict, approval)
     except Refused as exc:
         typer.echo(f"loop: {printable(str(exc))}", err=True)
         raise typer.Exit(2) from None
@@ -58,14 +72,15 @@ def register(app: typer.Typer) -> None:
     app.command("replay")(replay)
 
 
-def replay_session(spec: str, directory: Path | None, strict: bool) -> int:
+def replay_session(spec: str, directory: Path | None, strict: bool, approval: str | None = None) -> int:
     """Replay the session `spec` names; the exit code (0 same, 1 diverged, 130 interrupted)."""
     import tempfile
 
     from loopagent.cli.build import Host
 
     host = Host.current()
-    source = Source(resolve(spec, directory, host), directory, host.home)
+    loaded = resolve(spec, directory, host)
+    source = Source(loaded, directory, host.home, own_session(loaded.path, host.home), approval)
     with tempfile.TemporaryDirectory(prefix="loop-replay-") as tmp:
         recorded_in = Path(str(source.loaded.header.get("workspace") or "workspace"))
         name = recorded_in.name if recorded_in.name not in ("", ".", "..") else "workspace"
@@ -73,7 +88,7 @@ def replay_session(spec: str, directory: Path | None, strict: bool) -> int:
         prepare(source, copy, host)
         from loopagent.cli.replay_run import rerun
 
-        return rerun(source.loaded, copy, strict, host)
+        return rerun(source, copy, strict, host)
 
 
 def resolve(spec: str, directory: Path | None, host) -> object:
@@ -106,6 +121,9 @@ def prepare(source: Source, copy: Path, host) -> None:
     if source.directory is not None:
         copy_tree(source.directory, copy)
         return
+    if not source.own:  # its header's workspace (and checkpoint) is someone else's claim, maybe "/" or ~
+        raise Refused(f"{source.loaded.path} is not one of your saved sessions: give -C DIR to replay it on a "
+                      "copy of DIR")
     from loopagent.checkpoint import CheckpointError, Timeline
 
     loaded = source.loaded
@@ -156,6 +174,28 @@ def copy_tree(src: Path, dest: Path) -> None:
         shutil.copytree(src, dest, symlinks=True)
     except (OSError, shutil.Error) as exc:
         raise Refused(f"cannot copy {src}: {exc}") from None
+
+
+def own_session(path: Path, home: Path) -> bool:
+    """Whether `path` is one of the user's saved sessions ($LOOP_HOME/sessions), not a file from elsewhere."""
+    import os
+
+    store = os.path.realpath(home / "sessions")
+    return os.path.realpath(path).startswith(store + os.sep)
+
+
+def mode_for(source: Source, configured: str) -> tuple[str | None, str]:
+    """The approval mode the replay runs under (None: the configuration's) and a note for stderr ('' none)."""
+    recorded = approval_of(source.loaded.header)
+    if source.approval is not None:
+        return source.approval, ""
+    if source.own or recorded is None:
+        return recorded, ""
+    if APPROVALS.index(recorded) <= APPROVALS.index(configured):
+        return recorded, ""
+    return configured, (f"loop: {source.loaded.path} is not one of your saved sessions: its calls run under your "
+                        f"approval mode {configured}, not its recorded {recorded}; give --approval {recorded} to "
+                        "run them as recorded")
 
 
 def approval_of(header: dict) -> str | None:

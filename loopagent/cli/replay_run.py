@@ -22,23 +22,33 @@ class RecordedAnswers:
         return not any(call is no for no in self.refused)
 
 
-def rerun(loaded, copy: Path, strict: bool, host) -> int:
-    """Run `loaded`'s turns on `copy`, print the table of calls and the verdict; the exit code."""
-    from loopagent.cli.replay_cmd import Refused, approval_of, sink
+def rerun(source, copy: Path, strict: bool, host) -> int:
+    """Run `source`'s turns on `copy`, print the table of calls and the verdict; the exit code."""
+    from loopagent.cli.build import configure
+    from loopagent.cli.replay_cmd import Refused, mode_for, sink
     from loopagent.cli.run import RunOptions
     from loopagent.errors import ConfigError, UsageError
     from loopagent.render.safe import printable
 
+    loaded = source.loaded
     recorded: list[Message] = list(loaded.history)  # a call cut off by a kill has no result: not judged
     start = next(i for i, m in enumerate(recorded) if isinstance(m, UserMessage)) + 1
-    mode = approval_of(loaded.header)
-    flags = {"checkpoints": False, **({"approval": mode} if mode else {})}
-    opts = RunOptions(task=recorded[start - 1].content, workspace=copy, flags=flags, json=True,
-                      replay=loaded.path)
+    # no MCP server: its tools act outside the copy (a real repository, a ticket system), and a replay
+    # must change nothing but the copy; their calls are answered "unknown tool" and shown "not replayed"
+    opts = RunOptions(task=recorded[start - 1].content, workspace=copy, flags={"checkpoints": False,
+                      "mcp_servers": {}}, json=True, replay=loaded.path)
+    inside = replace(host, cwd=copy, out=sink())
     try:
-        history, status = drive(opts, recorded, start, loaded, replace(host, cwd=copy, out=sink()))
+        mode, note = mode_for(source, configure(opts, inside).settings.approval)
+        if mode:
+            opts = replace(opts, flags={**opts.flags, "approval": mode})
+        # someone else's "yes" at a question is no answer for this user: what asks is denied
+        answers = source.own and not headless_recording(recorded)
+        history, status = drive(opts, recorded, start, loaded, inside, answers)
     except (UsageError, ConfigError) as exc:
         raise Refused(str(exc)) from None
+    if note:
+        print(printable(note), file=host.err)
     roots = (str(loaded.header.get("workspace", "")), str(copy), os.path.realpath(copy))
     verdicts = compare(outcomes(recorded), outcomes(history), strict, roots)
     out = host.out
@@ -52,7 +62,7 @@ def rerun(loaded, copy: Path, strict: bool, host) -> int:
     return 0 if all(v.same for v in verdicts) else 1
 
 
-def drive(opts, recorded: list[Message], start: int, loaded, host) -> tuple[list[Message], str]:
+def drive(opts, recorded: list[Message], start: int, loaded, host, answers: bool) -> tuple[list[Message], str]:
     """The replay's history and how its last run ended: one agent run per user message of the recording."""
     from loopagent.cli.build import build_agent, configure
     from loopagent.cli.interrupts import Trap
@@ -62,10 +72,8 @@ def drive(opts, recorded: list[Message], start: int, loaded, host) -> tuple[list
     from loopagent.client.replay import SessionTurns
 
     agent.model = SessionTurns.of(loaded)  # the very call objects of `recorded`: RecordedAnswers knows them
-    if headless_recording(recorded):
-        agent.approver = None  # the recorded run could not ask: what needed approval was denied, as now
-    else:
-        agent.approver = RecordedAnswers(refused(recorded))
+    # None: the recorded run could not ask (what needed approval was denied, as now), or it is not the user's
+    agent.approver = RecordedAnswers(refused(recorded)) if answers else None
     history: list[Message] = []
     for message in recorded[:start]:
         agent.add(history, message)

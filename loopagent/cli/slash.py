@@ -170,6 +170,7 @@ def compact(repl: Repl, arg: str, prompt: Any) -> None:
 def clear(repl: Repl, arg: str, prompt: Any) -> None:
     del repl.history[1:]  # the system prompt stays
     repl.turns.clear()
+    repl.context_notes.clear()  # a `!cmd` run for the old conversation is no context for the new one
     history_replaced(repl)
     fork = repl.services.get("fork_session")
     if fork is not None:
@@ -233,12 +234,15 @@ def diff(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/rewind", "go back to an earlier message: conversation, files, or both")
 def rewind(repl: Repl, arg: str, prompt: Any) -> None:
+    from loopagent.session.typed import typed
+
     asked = [(i, m) for i, m in enumerate(repl.history) if isinstance(m, UserMessage) and not m.content.startswith(NOTE)]
     if not asked:
         repl.renderer.say("nothing to rewind to yet")
         return
     for n, (_, msg) in enumerate(asked, 1):
-        first = msg.content.strip().splitlines()[0] if msg.content.strip() else ""
+        words = typed(msg.content).strip()
+        first = words.splitlines()[0] if words else ""
         repl.renderer.say(f"  {n}. {first[:100]}")
     choice = arg or repl.ask(prompt, "rewind to which message? (number, Enter cancels) ")
     if not choice.isdigit() or not 1 <= int(choice) <= len(asked):
@@ -265,7 +269,7 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
         if fork is not None:
             fork(repl)
         repl.renderer.say(f"conversation rewound: {counted(dropped, 'message')} dropped")
-    repl.prefill = msg.content
+    repl.prefill = typed(msg.content)  # what was typed: the notes and attachments came from loop
 
 
 from loopagent.cli import slash_check  # noqa: E402,F401,I001 - registers /check (a module of its own)

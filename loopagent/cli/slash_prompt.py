@@ -93,8 +93,9 @@ def init(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.say("AGENTS.md kept")
         return
     text = draft(repl)
-    if not text:
-        repl.renderer.say("no AGENTS.md: the model wrote nothing", "yellow")
+    if not text:  # None: the run stopped (cancelled, a limit, an error), its end line said why
+        repl.renderer.say("no AGENTS.md written" if text is None else "no AGENTS.md: the model wrote nothing",
+                          "yellow")
         return
     before = "" if old is None else old.decode("utf-8", errors="replace")
     change = unified_diff(before, text, "AGENTS.md")
@@ -112,8 +113,9 @@ def init(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say("wrote AGENTS.md")
 
 
-def draft(repl: Repl) -> str:
-    """The model's AGENTS.md: a run of its own with only the read-only tools, kept out of the conversation."""
+def draft(repl: Repl) -> str | None:
+    """The model's AGENTS.md: a run of its own with only the read-only tools, kept out of the conversation;
+    None when that run did not complete."""
     from contextlib import nullcontext
 
     from loopagent.cancel import Cancel
@@ -131,7 +133,9 @@ def draft(repl: Repl) -> str:
     finally:
         repl.renderer.close()
     replies = [m for m in history if isinstance(m, AssistantMessage)]
-    if end.status != "completed" or not replies:
+    if end.status != "completed":
+        return None
+    if not replies:
         return ""
     text = (replies[-1].text or "").strip()
     fenced = FENCE.match(text)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9])")
+FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
 MAX_BYTES = 100_000  # a template is a message; a huge file is no template
 
 
@@ -30,14 +31,33 @@ class Template:
     def help(self) -> str:
         """The template's first line (what /help and Tab show), with where it comes from."""
         try:
-            first = next((line.strip() for line in self.text().splitlines() if line.strip()), "")
+            meta, body = front_matter(self.raw())
         except OSError:
-            first = ""
+            meta, body = {}, ""
+        first = meta.get("description") or next((line.strip() for line in body.splitlines() if line.strip()), "")
         return f"{first[:60]} ({self.origin} template)".lstrip()
 
-    def text(self) -> str:
+    def raw(self) -> str:
         with self.path.open("rb") as f:
             return f.read(MAX_BYTES).decode("utf-8", errors="replace")
+
+    def text(self) -> str:
+        """What the template sends: the file without its front matter."""
+        return front_matter(self.raw())[1]
+
+
+def front_matter(raw: str) -> tuple[dict[str, str], str]:
+    """A leading `---` block of `key: value` lines (as in other agents' command files, whose
+    `description` is the help line) and the rest; the block is never sent to the model."""
+    match = FRONT.match(raw)
+    if match is None:
+        return {}, raw
+    meta = {}
+    for line in match.group(1).splitlines():
+        key, colon, value = line.partition(":")
+        if colon:
+            meta[key.strip().lower()] = value.strip().strip("'\"")
+    return meta, raw[match.end():]
 
 
 def templates(home: Path, workspace: Path | None, builtins: set[str]) -> dict[str, Template]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopagent.eval.results import Results
-from loopagent.eval.suite import Task, load_suite
+from loopagent.eval.suite import Task, digest, load_suite, resumable
 from loopagent.eval.task import RunSpec
 from loopagent.eval.tree import pack
 
@@ -91,6 +91,8 @@ def run_eval(opts: EvalOptions, console) -> int:
     tasks = load_suite(opts.suite)
     opts.out.mkdir(parents=True, exist_ok=True)
     results = Results(opts.out)
+    resumable(opts.suite, results.path, tasks, results.lines)
+    digests = {task.id: digest(task) for task in tasks}
     specs = build_specs(tasks, opts, results.done, user_config())
     total = len(tasks) * opts.repeat
     where = f"dask {opts.dask}" if opts.dask else f"{opts.jobs} at a time"
@@ -103,20 +105,26 @@ def run_eval(opts: EvalOptions, console) -> int:
     with Progress(console, total, total - len(specs)) as progress, _trapped(stop, signals):
         def done(outcome: dict) -> None:
             if not stop.is_set():  # after a stop nothing more is written: those runs are redone on resume
+                outcome["line"]["task_digest"] = digests[outcome["line"]["id"]]
                 progress.ran(results.record(outcome))
 
         def failed(spec: RunSpec, error: BaseException) -> None:
             failures.append(spec.id)
             progress.failed(spec.key, f"{type(error).__name__}: {error}")
 
-        _backend(specs, opts, done, failed, stop)
+        try:
+            _backend(specs, opts, done, failed, stop)
+        except KeyboardInterrupt:  # Ctrl+C on a terminal: the pool has ended its runs; say how to go on
+            stop.set()
+            signals.append(signal.SIGINT)
     if signals:
         console.print(f"loop eval: stopped by signal {signals[0]}; resume with --resume {opts.out}",
                       markup=False, highlight=False, soft_wrap=True)
         return 128 + signals[0]
-    summary = summarise(results.lines, time.monotonic() - started, opts.repeat)
+    asked = [line for line in results.lines if line["attempt"] <= opts.repeat]  # a resume may ask fewer
+    summary = summarise(asked, time.monotonic() - started, opts.repeat)
     print_table(summary, console)
-    report = write_report(opts.out, opts.suite, summary, results.lines)
+    report = write_report(opts.out, opts.suite, summary, asked)
     console.print(f"report: {report}", markup=False, highlight=False, soft_wrap=True)
     return 1 if failures else 0
 

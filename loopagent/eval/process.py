@@ -10,9 +10,11 @@ import os
 import signal
 import subprocess
 import threading
+from collections import deque
 from pathlib import Path
 
 KILL_AFTER = 5.0  # seconds a stopped child gets before SIGKILL
+KEEP = 64 * 1024  # bytes of a setup's or check's output kept: its end (a check may print gigabytes of logs)
 
 
 class Stopped(Exception):
@@ -31,9 +33,10 @@ class Children:
         with self.lock:
             if self.stopping.is_set():
                 raise Stopped("the eval is stopping")
+            # the agent's JSON lines are read whole as text; a shell command's bytes go through a Tail
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE if separate else subprocess.STDOUT,
-                                    text=True, errors="replace", start_new_session=True)
+                                    text=separate, errors="replace" if separate else None, start_new_session=True)
             self.live[proc] = polite
             return proc
 
@@ -71,23 +74,51 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+class Tail:
+    """The last `keep` bytes of a stream, read to its end on a thread, so output costs bounded memory."""
+
+    def __init__(self, stream, keep: int = KEEP):
+        self.keep, self.chunks, self.size, self.dropped = keep, deque(), 0, 0
+        self.thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self.thread.start()
+
+    def _read(self, stream) -> None:
+        while chunk := stream.read1(65536):
+            self.chunks.append(chunk)
+            self.size += len(chunk)
+            while self.size - len(self.chunks[0]) >= self.keep:
+                old = self.chunks.popleft()
+                self.size -= len(old)
+                self.dropped += len(old)
+        stream.close()
+
+    def text(self, wait: float) -> str:
+        """What was kept, once the stream ended (or `wait` seconds passed), marked when its start was cut."""
+        self.thread.join(wait)
+        data = b"".join(list(self.chunks))
+        cut = self.dropped + max(0, len(data) - self.keep)
+        text = data[-self.keep:].decode("utf-8", errors="replace")
+        return f"[... {cut} bytes of output before this are not shown]\n{text}" if cut else text
+
+
 def run_bounded(argv: list[str], cwd: Path, env: dict[str, str], timeout: float | None,
                 polite: bool = False, separate: bool = False):
-    """Run argv to its end or `timeout`. Shell commands: (exit code or None on timeout, output). With
+    """Run argv to its end or `timeout`. Shell commands: (exit code or None on timeout, output's tail). With
     `separate` (the agent): (exit code, stdout, stderr, killed by the bound)."""
     proc = CHILDREN.start(argv, cwd, env, polite, separate)
-    killed = False
+    tail = None if separate else Tail(proc.stdout)
+    killed, out, err = False, "", ""
     try:
         try:
-            out, err = proc.communicate(timeout=timeout)
+            out, err = _collect(proc, separate, timeout)
         except subprocess.TimeoutExpired:
             killed = True
             end(proc, polite)
             try:
-                out, err = proc.communicate(timeout=KILL_AFTER)
+                out, err = _collect(proc, separate, KILL_AFTER)
             except subprocess.TimeoutExpired:
                 kill_group(proc)
-                out, err = proc.communicate()
+                out, err = _collect(proc, separate, None)
         finally:
             kill_group(proc)  # nothing of the run outlives it (a backgrounded server in a setup)
     finally:
@@ -96,7 +127,15 @@ def run_bounded(argv: list[str], cwd: Path, env: dict[str, str], timeout: float 
         raise Stopped("the eval is stopping")
     if separate:
         return proc.returncode, out or "", err or "", killed
-    output = out or ""
+    output = tail.text(KILL_AFTER)
     if killed:
         return None, output + f"\n[timed out after {timeout:g} s]"
     return proc.returncode, output
+
+
+def _collect(proc: subprocess.Popen, separate: bool, timeout: float | None) -> tuple[str, str]:
+    """Wait for the process; the agent's stdout and stderr whole (a shell command's output is its Tail's)."""
+    if separate:
+        return proc.communicate(timeout=timeout)
+    proc.wait(timeout)
+    return "", ""

@@ -3,6 +3,7 @@ run's session and diff. The driver is its only writer, so a line is never writte
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -63,4 +64,8 @@ def read_lines(path: Path):
 
 
 def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
+    if safe == name:
+        return safe
+    # "a b" and "a_b" must not share a run directory (one's session would overwrite the other's)
+    return f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +75,26 @@ def _task(path: Path, n: int, table: dict) -> Task:
     return Task(id=table["id"], prompt=table["prompt"], repo=repo, check=table["check"], setup=table.get("setup"),
                 max_steps=limits["max_steps"], timeout=limits["timeout"],
                 check_timeout=limits["check_timeout"] or 600.0, replay=replay)
+
+
+def digest(task: Task) -> str:
+    """A short fingerprint of what the task asks (prompt, check, setup, limits, recorded turns): a resumed
+    eval must not count runs of a task that has changed since they were recorded as runs of the new one."""
+    replay = hashlib.sha256(task.replay.read_bytes()).hexdigest() if task.replay is not None else None
+    what = [task.prompt, task.check, task.setup, task.max_steps, task.timeout, task.check_timeout, replay]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()[:16]
+
+
+def resumable(path: Path, results: Path, tasks: list[Task], lines: list[dict]) -> None:
+    """SuiteError when recorded `lines` are not runs of these `tasks`: another suite's, or a changed task's."""
+    digests = {task.id: digest(task) for task in tasks}
+    for line in lines:
+        if line["id"] not in digests:
+            raise SuiteError(f"{results} holds runs of task {line['id']!r}, which {path} does not have: "
+                             "resume with the suite that made them, or give a new --out")
+        if line.get("task_digest", digests[line["id"]]) != digests[line["id"]]:
+            raise SuiteError(f"{results}: task {line['id']!r} of {path} changed since its runs were recorded "
+                             "there (prompt, check, setup, limits or turns): give a new --out")
 
 
 def _positive(where: str, key: str, value: object) -> float | int | None:

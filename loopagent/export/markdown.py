@@ -28,15 +28,22 @@ def fenced(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text.rstrip(chr(10))}\n{fence}"
 
 
+# A link reference definition (`[r]: javascript:...`) at the start of a line: the target of `[r]` and `![r]`.
+DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]*\]:)", re.MULTILINE)
+
+
 def prose(text: str) -> str:
-    """Message text as Markdown (it usually is), with controls visible and no raw HTML tag taking effect."""
-    return printable(text).replace("<", "&lt;").strip()
+    """Message text as Markdown (it usually is), with controls visible, no raw HTML tag taking effect and
+    no link or image: a shared transcript's viewer would follow `javascript:` or fetch a tracking image
+    whose address carries what the model put in it."""
+    text = printable(text).replace("<", "&lt;").replace("](", "]\\(")
+    return DEFINITION.sub(r"\1\\[", text).strip()
 
 
 def markdown(t: Transcript) -> str:
     """The whole transcript as one Markdown document."""
     head = t.header
-    out = [f"# Session {t.id}", ""]
+    out = [f"# Session {prose(t.id)}", ""]
     facts = [("task", t.task.split("\n", 1)[0]), ("model", head.get("model")), ("created", head.get("created")),
              ("workspace", head.get("workspace"))]
     if isinstance(head.get("parent"), dict):
@@ -51,7 +58,7 @@ def markdown(t: Transcript) -> str:
         out += [f"- {prose(record_line(check))}"]
         if check.get("output"):
             out += ["", fenced(shown(str(check["output"]))), ""]
-    out += [f"**totals**: {total_line(t.totals)}", ""]
+    out += [f"**totals**: {prose(total_line(t.totals))}", ""]
     return "\n".join(out)
 
 
@@ -70,10 +77,10 @@ def block(t: Transcript, item: object) -> list[str]:
         if item.text.strip():
             out += [prose(item.text), ""]
         for call in item.tool_calls:
-            out += [f"**call** `{printable(call.name)}` ({printable(call.id)})", "", fenced(arguments(call), "json"), ""]
+            out += [f"**call** `{printable(call.name)}` ({printable(call.id)})", "", fenced(printable(arguments(call)), "json"), ""]
         return out
     if isinstance(item, ToolResult):
-        out = [f"**result** of `{printable(item.name)}`: {outcome(item)}", ""]
+        out = [f"**result** of `{printable(item.name)}`: {prose(outcome(item))}", ""]
         if diff := diff_of(item):
             out += [fenced(diff, "diff"), ""]
         else:

@@ -55,9 +55,18 @@ def transcript(path: Path) -> Transcript:
     return of(load(path))
 
 
+def session_id(loaded: Loaded) -> str:
+    """The id to title the transcript with: the file's name, which `--resume` and `loop sessions` use,
+    unless the file was copied under another name (then the header's id). An interactive session is
+    renamed after its first task, so its header still holds the first name (`<stamp>-session`)."""
+    recorded = str(loaded.header.get("id") or "")
+    stamp = recorded.split("-", 1)[0]
+    return loaded.id if not recorded or (stamp and loaded.id.startswith(stamp + "-")) else recorded
+
+
 def of(loaded: Loaded) -> Transcript:
     """The Transcript of a loaded session."""
-    out = Transcript(str(loaded.header.get("id") or loaded.id), loaded.header)  # a copied file keeps its id
+    out = Transcript(session_id(loaded), loaded.header)
     records = list(loaded.records)
     for index, message in enumerate(loaded.history):
         while records and records[0][0] <= index:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from loopagent.errors import SessionError  # the error tree; importable from here as before
 from loopagent.session.lock import in_use
+from loopagent.session.typed import typed
 
 SUFFIX = ".jsonl"
 
@@ -137,7 +138,7 @@ def first_task(data: bytes) -> str:
     for line in data.splitlines():
         if b'"role":"user"' in line:
             try:
-                return str(json.loads(line).get("content", "")).strip()
+                return typed(str(json.loads(line).get("content", ""))).strip()
             except ValueError:
                 return ""
     return ""

@@ -29,7 +29,7 @@ from loopagent.events import (
     RunEnd,
     SessionStarted,
 )
-from loopagent.messages import AssistantMessage, to_record
+from loopagent.messages import AssistantMessage, UserMessage, to_record
 from loopagent.secrets import public_url
 from loopagent.session.lock import SessionLock
 
@@ -58,6 +58,14 @@ def header(session_id: str, workspace: Path, model: str, base_url: str, task: st
     return head
 
 
+def unlink(path: Path) -> None:
+    """Remove a file if it is still there."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def encode(record: dict) -> bytes:
     """One compact JSON line (the listing counts `"role":"assistant"` in this exact form)."""
     return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
@@ -77,6 +85,7 @@ class SessionWriter:
         self.size = os.fstat(fd).st_size  # what the file must measure after our own appends
         self.answered = False  # a model reply was recorded
         self.discard_unanswered = False  # a new one-shot session: gone again if the run ends without a reply
+        self.spoken = False  # the file holds a user message: a conversation, worth resuming
 
     @classmethod
     def create(cls, path: Path, head: dict | None = None) -> SessionWriter:
@@ -119,18 +128,30 @@ class SessionWriter:
                 os.close(fd)
             lock.release()
             raise SessionWriteError(f"cannot append to session file {path}: {exc.strerror or exc}") from None
-        return cls(path, fd, lock)
+        writer = cls(path, fd, lock)
+        writer.spoken = True  # a file we continue is never ours to remove
+        return writer
 
     def switch(self, path: Path) -> None:
         """Continue in a new, empty file (a /clear or a rewound conversation); its header and messages
         follow as events (SessionStarted, then MessageAdded for each message it starts with)."""
-        old, old_lock = self.fd, self.lock
+        old, old_lock, old_path, empty = self.fd, self.lock, self.path, not self.spoken and not self.lost()
         fresh = SessionWriter.create(path)
         self.path, self.id, self.fd, self.broken, self.failure = path, path.stem, fresh.fd, False, ""
-        self.lock, self.size = fresh.lock, fresh.size
+        self.lock, self.size, self.spoken = fresh.lock, fresh.size, False
+        if empty:  # left before anything was said (a /clear or /fork at once): nothing to resume there
+            unlink(old_path)
         os.close(old)
         if old_lock is not None:
             old_lock.release()
+
+    def leave(self) -> None:
+        """The REPL is done with the file: closed, and removed when no one said anything in it (an
+        empty `<stamp>-session` would otherwise be what `--resume last` picks)."""
+        if self.spoken:
+            self.close()
+        else:
+            self.discard()
 
     def write(self, record: dict) -> None:
         """Append one line, flushed to disk; raises SessionWriteError (once) when that fails."""
@@ -168,6 +189,8 @@ class SessionWriter:
         """Record the event; never raises (a failed write is kept in `failure`)."""
         if isinstance(event, MessageAdded) and isinstance(event.message, AssistantMessage):
             self.answered = True
+        if isinstance(event, MessageAdded) and isinstance(event.message, UserMessage):
+            self.spoken = True
         if isinstance(event, RunEnd) and self.discard_unanswered and not self.answered \
                 and event.status not in KEPT:
             self.discard()
