@@ -96,12 +96,13 @@ def carry_out(suite: Path | None, example: bool, dask: str | None, agent: dict, 
     from loopagent.eval.cluster import INSTALL, DaskUsage, MissingDask, local_workers
     from loopagent.eval.driver import EvalOptions, run_eval
     from loopagent.eval.suite import SuiteError
+    from loopagent.policy import MODES
 
     if example == (suite is not None):
         raise fail("give a SUITE file or --example (see 'loop eval --help')")
     if limits["timeout"] is not None and limits["timeout"] <= 0:
         raise fail(f"--timeout must be a positive number of seconds, not {limits['timeout']:g}")
-    if agent["approval"] is not None and agent["approval"].lower() not in ("ask", "edits", "all"):
+    if agent["approval"] is not None and agent["approval"].lower() not in MODES:
         raise fail(f"--approval must be ask, edits or all, not {agent['approval']!r}")
     if example:
         from importlib import resources
@@ -115,8 +116,10 @@ def carry_out(suite: Path | None, example: bool, dask: str | None, agent: dict, 
             except ImportError:
                 raise MissingDask(f"--dask needs Dask distributed: {INSTALL}") from None
         api_key = agent.pop("api_key")  # to the runs' environment, never their command line
-        opts = EvalOptions(suite=suite, out=output_dir(out, resume, suite, example), dask=dask,
-                           agent_args=agent_flags(agent, example), api_key=api_key, **limits)
+        flags = agent_flags(agent, example)  # settles agent["sandbox"] too (the example's)
+        opts = EvalOptions(suite=suite, out=output_dir(out, resume, suite, example), dask=dask, agent_args=flags,
+                           api_key=api_key, check_sandbox="off" if str(agent["sandbox"]).lower() == "off" else "workspace-write",
+                           **limits)
         return run_eval(opts, Console(highlight=False))
     except (SuiteError, DaskUsage) as exc:
         raise fail(str(exc)) from None

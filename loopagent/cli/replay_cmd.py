@@ -20,8 +20,6 @@ from typing import Annotated
 
 import typer
 
-APPROVALS = ("ask", "edits", "all")  # strictest first
-
 
 class Refused(Exception):
     """A SESSION or DIR that cannot be replayed: one line on stderr, exit 2."""
@@ -55,10 +53,11 @@ def replay(
     Exit 0 when each call has its recorded outcome (same calls, same is_error, same shell exit codes),
     1 naming the first divergence, 2 when SESSION or DIR cannot be replayed.
     """
+    from loopagent.policy import MODES
     from loopagent.render.safe import printable
 
     try:
-        if approval is not None and approval not in APPROVALS:
+        if approval is not None and approval not in MODES:
             raise Refused(f"--approval must be ask, edits or all, not {approval!r}")
         code = replay_session(session, workspace, strict, approval)
     except Refused as exc:
@@ -186,12 +185,14 @@ def own_session(path: Path, home: Path) -> bool:
 
 def mode_for(source: Source, configured: str) -> tuple[str | None, str]:
     """The approval mode the replay runs under (None: the configuration's) and a note for stderr ('' none)."""
+    from loopagent.policy import MODES  # strictest first
+
     recorded = approval_of(source.loaded.header)
     if source.approval is not None:
         return source.approval, ""
     if source.own or recorded is None:
         return recorded, ""
-    if APPROVALS.index(recorded) <= APPROVALS.index(configured):
+    if MODES.index(recorded) <= MODES.index(configured):
         return recorded, ""
     return configured, (f"loop: {source.loaded.path} is not one of your saved sessions: its calls run under your "
                         f"approval mode {configured}, not its recorded {recorded}; give --approval {recorded} to "
@@ -200,8 +201,10 @@ def mode_for(source: Source, configured: str) -> tuple[str | None, str]:
 
 def approval_of(header: dict) -> str | None:
     """The approval mode the session recorded, or None (then the configuration decides)."""
+    from loopagent.policy import MODES
+
     mode = header.get("approval")
-    return mode if mode in APPROVALS else None
+    return mode if mode in MODES else None
 
 
 def sink():

@@ -27,7 +27,10 @@ class EvalOptions:
     max_steps: int | None = None  # for tasks without their own
     timeout: float | None = None
     agent_args: list[str] = field(default_factory=list)  # --base-url, -m, --approval, --sandbox…
-    api_key: str | None = field(default=None, repr=False)  # --api-key when no re-exec took it (secrets.py)
+    api_key: str | None = field(default=None, repr=False)
+    # the checks run the agents' code: walled like their shell calls, the workspace writable (caches,
+    # reports) whatever stricter mode the agents had; "off" only when the runs are unsandboxed too
+    check_sandbox: str = "workspace-write"  # --api-key when no re-exec took it (secrets.py)
 
 
 def carried_secrets(api_key: str | None = None) -> dict[str, str]:
@@ -61,17 +64,9 @@ def build_specs(tasks: list[Task], opts: EvalOptions, done: set, config: bytes |
                 id=task.id, attempt=attempt, prompt=task.prompt, repo=repo, check=task.check, setup=task.setup,
                 max_steps=task.max_steps or opts.max_steps, timeout=task.timeout or opts.timeout,
                 check_timeout=task.check_timeout, replay=task.replay.read_bytes() if task.replay else None,
-                check_sandbox=check_sandbox(opts.agent_args),
+                check_sandbox=opts.check_sandbox,
                 agent_args=tuple(opts.agent_args), config=config, environ=environ))
     return specs
-
-
-def check_sandbox(agent_args: list[str]) -> str:
-    """The checks' sandbox: off when the runs' is (--sandbox off), else the workspace writable (a check
-    writes caches and reports), whatever stricter mode the agent had."""
-    args = list(agent_args)
-    mode = args[args.index("--sandbox") + 1] if "--sandbox" in args[:-1] else "workspace-write"
-    return "off" if mode == "off" else "workspace-write"
 
 
 def user_config() -> bytes | None:
