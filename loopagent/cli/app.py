@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from loopagent.cli import config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, state_cmd
+from loopagent.cli.shell_words import approval_modes, session_ids
 
 app = typer.Typer(
     name="loop", no_args_is_help=True, pretty_exceptions_enable=False,
@@ -100,7 +101,8 @@ Sandbox = Annotated[str | None, typer.Option(
 
 McpConfig = mcp_cmd.McpConfig
 Resume = Annotated[str | None, typer.Option(
-    "--resume", metavar="SESSION", help='Continue a saved session: "last", an id, or a path.')]
+    "--resume", metavar="SESSION", help='Continue a saved session: "last", an id, or a path.',
+    autocompletion=session_ids)]
 Replay = Annotated[Path | None, typer.Option(
     "--replay", metavar="FILE", help="Take model turns from a recorded file or a session file instead of a server.")]
 Check = Annotated[str | None, typer.Option(
@@ -113,7 +115,7 @@ Timeout = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS", help="Wall-clock limit of the run (status time_limit, exit 3). [default: none]")]
 Fork = Annotated[str | None, typer.Option(
     "--fork", metavar="SESSION[:N]",
-    help="Start a new session from SESSION (up to its message N); the parent is kept.")]
+    help="Start a new session from SESSION (up to its message N); the parent is kept.", autocompletion=session_ids)]
 
 
 def mcp_servers_of(path: Path | None, json_out: bool) -> dict | None:
@@ -139,7 +141,8 @@ def agent(
     api_key: Annotated[str | None, typer.Option(
         "--api-key", metavar="KEY", help="API key; else LOOP_API_KEY, else OPENAI_API_KEY. Never printed.")] = None,
     approval: Annotated[str | None, typer.Option(
-        "--approval", metavar="MODE", help=f"What runs without asking: ask, edits or all. {default('approval')}")] = None,
+        "--approval", metavar="MODE", help=f"What runs without asking: ask, edits or all. {default('approval')}",
+        autocompletion=approval_modes)] = None,
     max_steps: Annotated[int | None, typer.Option(
         "--max-steps", metavar="N", help=f"Model requests before the run stops. {default('max_steps')}")] = None,
     ctx_size: Annotated[str | None, typer.Option(

@@ -8,13 +8,15 @@ from typing import Annotated
 
 import typer
 
+from loopagent.cli.shell_words import export_formats, session_ids
 from loopagent.cli.state_cmd import Workspace, checked, fail
 
 
 def export(
-    session: Annotated[str, typer.Argument(metavar="SESSION", help='"last", an id (or a prefix of one), or a path.')],
+    session: Annotated[str, typer.Argument(
+        metavar="SESSION", help='"last", an id (or a prefix of one), or a path.', autocompletion=session_ids)],
     fmt: Annotated[str | None, typer.Option(
-        "--format", metavar="md|html", help="md or html (one self-contained file). [default: from -o, else md]")] = None,
+        "--format", metavar="md|html", help="md or html (one self-contained file). [default: from -o, else md]", autocompletion=export_formats)] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", metavar="FILE",
                                                 help="Write to FILE. [default: stdout]")] = None,
     workspace: Workspace = None,
@@ -23,7 +25,7 @@ def export(
     from loopagent.config import loop_home
     from loopagent.errors import SessionError
     from loopagent.export import export as render
-    from loopagent.export import format_for
+    from loopagent.export import format_for, write_whole
     from loopagent.session import find
 
     try:
@@ -42,7 +44,7 @@ def export(
         sys.stdout.write(text)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        write_whole(output, text)  # a full disk leaves the old file whole, never half a transcript
     except OSError as exc:
         raise fail(f"cannot write {output}: {(exc.strerror or str(exc)).lower()}", 1) from None
     typer.echo(f"wrote {output}", err=True)

@@ -24,12 +24,21 @@ def fork(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/export", "write this session as a transcript: /export [FILE] (.md or .html)")
 def export(repl: Repl, arg: str, prompt: Any) -> None:
+    from loopagent.config import loop_home
+    from loopagent.errors import SessionError
     from loopagent.export import export as render
-    from loopagent.export import format_for
+    from loopagent.export import format_for, write_whole
 
     if (current := session_service(repl, "session_path")) is None:
         return
     path: Path = current()
-    target = Path(arg).expanduser() if arg else Path.cwd() / f"{path.stem}.md"
-    target.write_text(render(path, format_for(None, target)), encoding="utf-8")
+    # Without a name, beside the sessions rather than in the repository: a transcript is not the project's.
+    target = Path(arg).expanduser() if arg else loop_home() / "exports" / f"{path.stem}.md"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(target, render(path, format_for(None, target)))
+    except (OSError, SessionError) as exc:
+        why = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        repl.renderer.say(f"cannot write {printable(str(target))}: {printable(why)}", "red")
+        return
     repl.renderer.say(f"wrote {printable(str(target))}")

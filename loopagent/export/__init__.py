@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 FORMATS = ("md", "html")
@@ -28,3 +30,36 @@ def format_for(fmt: str | None, target: Path | None) -> str:
     if fmt.lower() not in FORMATS:
         raise ValueError(f"--format must be md or html, not {fmt!r}")
     return fmt.lower()
+
+
+def write_whole(target: Path, text: str) -> None:
+    """Write `text` to `target` all or nothing: into a temporary file beside it, then renamed over it.
+
+    A full disk, a file-size limit or a kill mid-write leaves the old `target` as it was (and no
+    temporary file); a reader never sees half a transcript. A symbolic link is written through, as
+    `open` would, and an existing file keeps its permissions. Raises OSError.
+    """
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))
+    data = text.encode("utf-8")
+    while True:
+        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:  # 0o666 through the umask, like any new file
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        try:
+            if target.exists():
+                os.fchmod(fd, target.stat().st_mode & 0o7777)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise

@@ -2,16 +2,22 @@
 
 Every piece of session text (the model's, the tools', the user's) passes through `esc`, which
 escapes HTML and makes control characters visible, so a message holding `<script>` or an ANSI
-escape is shown as text. Thinking, the system prompt and long results fold in <details>.
+escape is shown as text. The assistant's Markdown is rendered by markdown-it-py with raw HTML off
+(a tag in it is text), no images, and links only to http, https and mailto addresses (a
+`javascript:` link stays text); the page's Content-Security-Policy forbids script and any fetch
+besides. Thinking, the system prompt and long results fold in <details>; a check run mid-session is
+an event in the timeline, and the Result shows only the check the run ended on.
 """
 
 from __future__ import annotations
 
 import html
+from functools import cache
 
 from loopagent.export.transcript import (
     Transcript,
     arguments,
+    check_line,
     diff_of,
     outcome,
     record_line,
@@ -29,12 +35,36 @@ section.error{border-color:#ef4444}.record{color:#555;font-style:italic}
 pre{background:#f6f6f6;padding:.6rem;overflow-x:auto;white-space:pre-wrap;word-break:break-word}
 .add{color:#166534;background:#dcfce7;display:block}.del{color:#991b1b;background:#fee2e2;display:block}
 .hunk{color:#6b21a8;display:block}.label{font-weight:600}summary{cursor:pointer;color:#555}
+.md table{border-collapse:collapse}.md th,.md td{border:1px solid #ccc;padding:.2rem .5rem}
+.md code{background:#f6f6f6;padding:0 .2rem}.md pre code{padding:0}
 """.strip()
+LINK_SCHEMES = ("http:", "https:", "mailto:")
 
 
 def esc(text: object) -> str:
     """Untrusted text for HTML: controls made visible, then escaped (quotes too)."""
     return html.escape(printable(str(text)), quote=True)
+
+
+@cache
+def renderer():
+    """CommonMark with tables and strikethrough; raw HTML and images off, links to LINK_SCHEMES only."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).disable("image")
+    md.validateLink = lambda url: url.strip().lower().startswith(LINK_SCHEMES)
+
+    def link_open(self, tokens, idx, options, env):  # a shared page must not hand the reader's session on
+        tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+        return self.renderToken(tokens, idx, options, env)
+
+    md.add_render_rule("link_open", link_open)
+    return md
+
+
+def rendered(text: str) -> str:
+    """The model's Markdown as HTML (controls made visible first)."""
+    return f'<div class="md">{renderer().render(printable(text))}</div>'
 
 
 def pre(text: str) -> str:
@@ -68,9 +98,8 @@ def page(t: Transcript) -> str:
     out += [block(item) for item in t.items]
     out.append(f'<h2>Result</h2><p><span class="label">status</span>: {esc(t.status)}'
                + (f": {esc(t.status_message)}" if t.status_message else "") + "</p>")
-    for check in t.checks:
-        out.append(f"<p>{esc(record_line(check))}</p>" + (pre(shown(str(check["output"]))) if check.get("output")
-                                                           else ""))
+    if t.check is not None:
+        out.append(f'<p class="label">{esc(check_line(t.check))}</p>')
     out.append(f'<p><span class="label">totals</span>: {esc(total_line(t.totals))}</p></body></html>')
     return "\n".join(out) + "\n"
 
@@ -78,7 +107,10 @@ def page(t: Transcript) -> str:
 def block(item: object) -> str:
     """The HTML of one message or record."""
     if isinstance(item, dict):
-        return f'<p class="record">{esc(record_line(item))}</p>'
+        line = f'<p class="record">{esc(record_line(item))}</p>'
+        if item.get("type") == "check" and item.get("output"):
+            return line + f"<details><summary>check output</summary>{pre(shown(str(item['output'])))}</details>"
+        return line
     if isinstance(item, SystemMessage):
         return f"<details><summary>system prompt</summary>{pre(shown(item.content))}</details>"
     if isinstance(item, UserMessage):
@@ -88,7 +120,7 @@ def block(item: object) -> str:
         if item.thinking:
             parts.append(f"<details><summary>thinking</summary>{pre(item.thinking)}</details>")
         if item.text.strip():
-            parts.append(pre(item.text))
+            parts.append(rendered(item.text))
         for call in item.tool_calls:
             parts.append(f'<p><span class="label">call</span> <code>{esc(call.name)}</code> ({esc(call.id)})</p>'
                          + pre(arguments(call)))

@@ -1,16 +1,23 @@
 """A transcript as Markdown: headings per message, code fences for calls, results and diffs.
 
-Every untrusted text goes into a fence longer than any backtick run inside it (so nothing closes
-it early) or, for prose, has its terminal controls made visible; thinking is folded in <details>.
+Nothing the model, a tool or a handed-over session chose may become a link, an image or raw HTML
+in a viewer (a `javascript:` link, a tracking image whose address carries what the model put in
+it, an `onerror` attribute). So: ids and tool names are code spans; one-line facts and records have
+every Markdown character escaped; message text keeps its Markdown (headings, emphasis, lists,
+tables, code) but every `[` and `<` outside code blocks is made inert, and its code blocks are
+re-fenced by us, so no text can close them early. Terminal controls are made visible everywhere.
+Bare `http(s)://` addresses stay text (a viewer may underline them; their target is what is shown).
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from loopagent.export.transcript import (
     Transcript,
     arguments,
+    check_line,
     diff_of,
     outcome,
     record_line,
@@ -28,44 +35,89 @@ def fenced(text: str, lang: str = "") -> str:
     return f"{fence}{lang}\n{text.rstrip(chr(10))}\n{fence}"
 
 
-# A link reference definition (`[r]: javascript:...`) at the start of a line: the target of `[r]` and `![r]`.
-DEFINITION = re.compile(r"^( {0,3})\[(?=[^\]\n]*\]:)", re.MULTILINE)
+def code(text: str) -> str:
+    """A short untrusted string (an id, a tool name) as one inline code span: literal in any viewer."""
+    text = printable(str(text)).replace("\n", "\\n").replace("\t", "\\t")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith(("`", " ")) or text.endswith(("`", " ")) or not text else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+# What has a meaning inside a line (the line's start is always ours); `<` and `&` become entities.
+# An `_` between two letters or digits cannot emphasise (CommonMark), so `check_failed` stays readable.
+INLINE = re.compile(r"[\\`*\[\]|~]|_(?![^\W_])|(?<![^\W_])_")
+
+
+def inline(text: str) -> str:
+    """A one-line untrusted fact (a record, a status message, a path) as plain text in any viewer."""
+    text = printable(str(text)).replace("\n", " ").replace("&", "&amp;").replace("<", "&lt;")
+    return INLINE.sub(lambda m: "\\" + m[0], text)
+
+
+# A `[` not already escaped by an odd run of backslashes: the start of every link, image and reference.
+BRACKET = re.compile(r"(?<!\\)((?:\\\\)*)\[")
+LANG = re.compile(r"[\w+#.-]{1,30}")
+
+
+@cache
+def parser():
+    """CommonMark (plus tables) with raw HTML and reference definitions off: both then stay text."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").disable("reference")
+
+
+def inert(line: str) -> str:
+    """A line of message text with no `<` (raw HTML, autolinks) and no live `[` (links, images)."""
+    return BRACKET.sub(lambda m: m[1] + "\\[", line.replace("<", "&lt;"))
 
 
 def prose(text: str) -> str:
-    """Message text as Markdown (it usually is), with controls visible, no raw HTML tag taking effect and
-    no link or image: a shared transcript's viewer would follow `javascript:` or fetch a tracking image
-    whose address carries what the model put in it."""
-    text = printable(text).replace("<", "&lt;").replace("](", "]\\(")
-    return DEFINITION.sub(r"\1\\[", text).strip()
+    """Message text as Markdown (it usually is): its blocks in order, each code block re-fenced by us
+    and every other line made inert (see the module's docstring)."""
+    text = printable(text)
+    lines = text.split("\n")
+    blocks = []
+    for token in parser().parse(text):
+        if token.level != 0 or token.map is None or token.nesting == -1:
+            continue
+        if token.type in ("fence", "code_block"):
+            lang = LANG.match(token.info.strip())
+            blocks.append(fenced(token.content, lang[0] if lang else ""))
+        else:
+            start, end = token.map
+            blocks.append("\n".join(inert(line) for line in lines[start:end]))
+    return "\n\n".join(blocks).strip()
 
 
 def markdown(t: Transcript) -> str:
     """The whole transcript as one Markdown document."""
     head = t.header
-    out = [f"# Session {prose(t.id)}", ""]
+    out = [f"# Session {inline(t.id)}", ""]
     facts = [("task", t.task.split("\n", 1)[0]), ("model", head.get("model")), ("created", head.get("created")),
              ("workspace", head.get("workspace"))]
     if isinstance(head.get("parent"), dict):
         facts.append(("forked from", f"{head['parent'].get('session')} at message {head['parent'].get('message')}"))
-    out += [f"- **{name}**: {prose(str(value))}" for name, value in facts if value]
+    out += [f"- **{name}**: {inline(value)}" for name, value in facts if value]
     out.append("")
     for item in t.items:
-        out += block(t, item)
-    out += ["## Result", "", f"**status**: {prose(t.status)}" + (f": {prose(t.status_message)}" if t.status_message
-                                                                  else ""), ""]
-    for check in t.checks:
-        out += [f"- {prose(record_line(check))}"]
-        if check.get("output"):
-            out += ["", fenced(shown(str(check["output"]))), ""]
-    out += [f"**totals**: {prose(total_line(t.totals))}", ""]
+        out += block(item)
+    status = inline(t.status) + (f": {inline(t.status_message)}" if t.status_message else "")
+    out += ["## Result", "", f"**status**: {status}", ""]
+    if t.check is not None:
+        out += [f"**{inline(check_line(t.check))}**", ""]
+    out += [f"**totals**: {inline(total_line(t.totals))}", ""]
     return "\n".join(out)
 
 
-def block(t: Transcript, item: object) -> list[str]:
+def block(item: object) -> list[str]:
     """The lines of one message or record."""
     if isinstance(item, dict):
-        return [f"> {prose(record_line(item))}", ""]
+        out = [f"> {inline(record_line(item))}", ""]
+        if item.get("type") == "check" and item.get("output"):
+            out += [fenced(shown(str(item["output"]))), ""]
+        return out
     if isinstance(item, SystemMessage):
         return ["<details><summary>system prompt</summary>", "", fenced(shown(item.content)), "", "</details>", ""]
     if isinstance(item, UserMessage):
@@ -77,10 +129,10 @@ def block(t: Transcript, item: object) -> list[str]:
         if item.text.strip():
             out += [prose(item.text), ""]
         for call in item.tool_calls:
-            out += [f"**call** `{printable(call.name)}` ({printable(call.id)})", "", fenced(printable(arguments(call)), "json"), ""]
+            out += [f"**call** {code(call.name)} ({code(call.id)})", "", fenced(printable(arguments(call)), "json"), ""]
         return out
     if isinstance(item, ToolResult):
-        out = [f"**result** of `{printable(item.name)}`: {prose(outcome(item))}", ""]
+        out = [f"**result** of {code(item.name)}: {inline(outcome(item))}", ""]
         if diff := diff_of(item):
             out += [fenced(diff, "diff"), ""]
         else:

@@ -2,7 +2,9 @@
 
 The file is read with the session loader (so a transcript shows what `--resume` would continue);
 the records that carry no message (run ends, checks, hooks, repairs, compactions) are kept in
-their place between the messages. Text stays untrusted here: each format escapes it.
+their place between the messages: a check run mid-session (`/check`, a failing `--check` sent
+back to the model) is an event there, and only the check the last run end names is its result.
+Text stays untrusted here: each format escapes it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class Transcript:
     items: list[Message | dict] = field(default_factory=list)  # a dict is a record (end, check, hook ...)
     status: str = "unfinished"
     status_message: str = ""
-    checks: list[dict] = field(default_factory=list)
+    check: dict | None = None  # the last run end's completion check: {command, passed, attempts}
     totals: Totals = Totals(0, 0, 0, Usage(), None)
     calls: dict[str, ToolCall] = field(default_factory=dict)  # by id: the call a result answers
 
@@ -76,7 +78,8 @@ def of(loaded: Loaded) -> Transcript:
     ends = [r for r in out.items if isinstance(r, dict) and r.get("type") == "end"]
     if ends:
         out.status, out.status_message = str(ends[-1].get("status", "?")), str(ends[-1].get("message") or "")
-    out.checks = [r for r in out.items if isinstance(r, dict) and r.get("type") == "check"]
+    if ends and isinstance(ends[-1].get("check"), dict):
+        out.check = ends[-1]["check"]
     replies = [m for m in loaded.history if isinstance(m, AssistantMessage)]
     results = [m for m in loaded.history if isinstance(m, ToolResult)]
     out.calls = {c.id: c for m in replies for c in m.tool_calls}
@@ -121,7 +124,9 @@ def record_line(record: dict) -> str:
     """A one-line account of a record that is not a message (a check's output is shown separately)."""
     kind = record.get("type", "?")
     if kind == "end":
-        text = f"run ended: {record.get('status', '?')} after {record.get('steps', '?')} steps"
+        steps = record.get("steps")
+        after = counted(steps, "step") if isinstance(steps, int) else "? steps"
+        text = f"run ended: {record.get('status', '?')} after {after}"
         return text + (f": {record['message']}" if record.get("message") else "")
     if kind == "check":
         verdict = "passed" if record.get("passed", record.get("exit_code") == 0) else "failed"
@@ -137,6 +142,14 @@ def record_line(record: dict) -> str:
     if kind == "edit":
         return "context edited"
     return f"{kind} record"
+
+
+def check_line(check: dict) -> str:
+    """The run's completion check in one line: its verdict, its command and how many runs it took."""
+    verdict = "passed" if check.get("passed") else "failed"
+    attempts = check.get("attempts")
+    runs = f" ({counted(attempts, 'run')})" if isinstance(attempts, int) and attempts > 1 else ""
+    return f"check {verdict}: {check.get('command', '')}{runs}"
 
 
 def total_line(t: Totals) -> str:
