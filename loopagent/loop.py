@@ -163,7 +163,9 @@ class Agent:
         if not ended and run.repeats.stuck:
             return "loop_detected", f"the same call returned the same result {run.repeats.count} times in a row"
         if not ended and run.steps >= self.limits.max_steps:
-            return "step_limit", f"stopped after {run.steps} model requests (--max-steps)"
+            from loopagent.counts import counted
+
+            return "step_limit", f"stopped after {counted(run.steps, 'model request')} (--max-steps)"
         return None
 
     def ask(self, history: list[Message], run: Tally, cancel: Cancel) -> AssistantMessage:

@@ -179,11 +179,16 @@ def table(verdicts: Sequence[Verdict]) -> list[str]:
 
 def conclusion(verdicts: Sequence[Verdict]) -> str:
     """The last line: all the same, or the first divergence."""
+    from loopagent.counts import counted
+
     first = next((v for v in verdicts if not v.same), None)
     if first is None:
         skipped = sum(v.now == NOT_REPLAYED for v in verdicts)
-        if skipped:
-            return (f"replay: all {len(verdicts) - skipped} replayed calls have the recorded outcome "
-                    f"({skipped} MCP call{'s' if skipped > 1 else ''} not replayed)")
-        return f"replay: all {len(verdicts)} calls have the recorded outcome"
+        n = len(verdicts) - skipped
+        unreplayed = f" ({counted(skipped, 'MCP call')} not replayed)" if skipped else ""
+        if n == 0:  # not "all 0 calls have the recorded outcome"
+            return f"replay: no call to compare{unreplayed}"
+        calls = f"the {'replayed ' if skipped else ''}call has" if n == 1 else \
+            f"all {n} {'replayed ' if skipped else ''}calls have"
+        return f"replay: {calls} the recorded outcome{unreplayed}"
     return f"replay: call {first.number} ({first.tool} {first.subject}) diverges: {first.why}"

@@ -30,5 +30,5 @@ def test_a_replay_shows_mcp_calls_as_not_replayed_and_never_starts_the_server(ru
     rows = [line.split() for line in replay.stdout.splitlines()]
     assert rows[1][:2] == ["1", "mcp__notes__read_note"] and rows[1][-3:] == ["not", "replayed", "skipped"]
     assert rows[2][:2] == ["2", "read_file"] and rows[2][-1] == "same"
-    assert rows[-1] == "replay: all 1 replayed calls have the recorded outcome (1 MCP call not replayed)".split()
+    assert rows[-1] == "replay: the replayed call has the recorded outcome (1 MCP call not replayed)".split()
     assert len(marker.read_text().split()) == 1  # the replay started no server

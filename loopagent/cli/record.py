@@ -28,6 +28,7 @@ from loopagent.session import (
     load,
     new_path,
 )
+from loopagent.session.catalog import fork_path
 from loopagent.session.typed import typed
 
 CONTINUE = "Continue."
@@ -62,9 +63,10 @@ class Recording:
         """Continue in a new session file holding `history` (/fork, /clear, a rewound conversation); its
         header names this session as its parent, at the last message of `history` (a prefix of ours)."""
         task = next((typed(m.content) for m in history if isinstance(m, UserMessage)), "")
-        path = new_path(self.home or loop_home(), self.workspace, task)
         # A session left before anything was said is removed (SessionWriter.switch): no parent to name.
         parent = {"session": self.id, "message": len(history) - 1} if self.writer.spoken else None
+        home = self.home or loop_home()
+        path = fork_path(home, self.workspace, self.path) if task and parent else new_path(home, self.workspace, task)
         self.writer.switch(path)
         self.emit(SessionStarted(self.id, str(path), self.settings.ctx_size, self.source, header(
             path.stem, self.workspace, self.settings.model, self.settings.base_url, task, parent,
@@ -222,9 +224,7 @@ def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: 
     name, upto = fork_spec(spec)
     parent = load(find(home, workspace, name))
     history, last = branch(parent, upto)
-    label_from = task or str(parent.header.get("task", "")) or next(
-        (typed(m.content) for m in history if isinstance(m, UserMessage)), "")
-    path = new_path(home, workspace, label_from)
+    path = fork_path(home, workspace, parent.path)
     writer = SessionWriter.create(path)
     agent.listeners.insert(0, writer)
     head = header(path.stem, workspace, settings.model, settings.base_url, task or "",

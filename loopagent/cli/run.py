@@ -35,6 +35,7 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
     `host` is what the run takes from the process; the real one is read here, once, when none is given.
     """
     host = host or Host.current()
+    named_session(opts, host)
     ends: list[RunEnd] = []  # the run's end, for the hint after it
 
     def keep_end(event) -> None:
@@ -46,6 +47,19 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
         return run_built(built, opts, host, ends)
     finally:
         built.close()  # the MCP servers end with the run, not at the interpreter's exit
+
+
+def named_session(opts: RunOptions, host: Host) -> None:
+    """A --resume or --fork naming no session here is a bad argument, as for `loop export`: raise UsageError
+    (one line, exit 2) before anything starts, rather than a run that ends in error and says it twice."""
+    from loopagent.session import SessionError, find
+    from loopagent.session.family import fork_spec
+
+    try:
+        if spec := opts.resume or (opts.fork and fork_spec(opts.fork)[0]):
+            find(host.home, opts.workspace, spec)
+    except SessionError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run_built(built: Built, opts: RunOptions, host: Host, ends: list[RunEnd]) -> int:

@@ -202,8 +202,10 @@ class OpenAIClient:
                         return self._consume(response, emit, cancel)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt >= self.retries:
+                    from loopagent.counts import counted
+
                     raise ModelError(self.clean(
-                        f"cannot reach {self.shown}: {_reason(exc)} (after {attempt + 1} attempts)"
+                        f"cannot reach {self.shown}: {_reason(exc)} (after {counted(attempt + 1, 'attempt')})"
                     )) from exc
                 delay = self._delay(attempt, None)
                 emit(Notice("retry", self.clean(f"cannot reach {self.shown}: {_reason(exc)}; "

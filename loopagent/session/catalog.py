@@ -59,8 +59,8 @@ def label(task: str) -> str:
     return "-".join(words)[:40].strip("-") or "session"
 
 
-def new_path(home: Path, workspace: Path, task: str, now: datetime | None = None) -> Path:
-    """A fresh session path (the directory is created; the file is not)."""
+def new_path(home: Path, workspace: Path, task: str, now: datetime | None = None, number: int = 1) -> Path:
+    """A fresh session path (the directory is created; the file is not); `number` > 1 is a fork's."""
     directory = sessions_dir(home, workspace)
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -68,11 +68,29 @@ def new_path(home: Path, workspace: Path, task: str, now: datetime | None = None
         raise SessionError(f"cannot create the session directory {directory}: {exc.strerror or exc}") from None
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     base = f"{stamp}-{label(task)}"
-    path, n = directory / f"{base}{SUFFIX}", 1
+    path, n = directory / (f"{base}-{number}{SUFFIX}" if number > 1 else f"{base}{SUFFIX}"), number
     while path.exists():  # two sessions in one second: number the later one
         n += 1
         path = directory / f"{base}-{n}{SUFFIX}"
     return path
+
+
+STAMP = re.compile(r"\d{8}T\d{6}Z-")
+
+
+def fork_path(home: Path, workspace: Path, parent: Path, now: datetime | None = None) -> Path:
+    """A fresh path for a fork of the session file `parent`: its label numbered within the family,
+    `<time>-fix-the-test-2`, `-3` ... (the number after the highest one this workspace already has,
+    so a fork of a fork continues the count rather than growing `-2-2`)."""
+    base = STAMP.sub("", parent.stem, count=1)
+    if parent_of(read_header(parent)) is not None:  # the parent is itself a fork: its number is not its label
+        base = re.sub(r"-\d+$", "", base)
+    base = label(base.replace("-", " "))
+    directory = sessions_dir(home, workspace)
+    taken = re.compile(rf"{STAMP.pattern}{re.escape(base)}-(\d+){re.escape(SUFFIX)}$")
+    numbers = [int(m[1]) for p in (directory.glob(f"*{SUFFIX}") if directory.is_dir() else [])
+               if (m := taken.match(p.name))]
+    return new_path(home, workspace, base, now, number=max(numbers, default=1) + 1)
 
 
 @dataclass(frozen=True)
