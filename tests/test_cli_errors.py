@@ -8,8 +8,9 @@ import socket
 import subprocess
 import sys
 
+from loopagent.messages import AssistantMessage, ToolCall, ToolResult
 from tests.conftest import clean_env
-from tests.fakeserver import error
+from tests.fakeserver import error, text, tools
 
 KEY = "sk-test-do-not-print-4242"
 
@@ -28,7 +29,7 @@ def test_an_unreachable_server_ends_with_a_hint_on_stderr(run_loop, tmp_path):
     result = json.loads(proc.stdout.splitlines()[-1])
     assert result["type"] == "result" and result["status"] == "model_error"
     err = proc.stderr.splitlines()
-    assert err[-2].startswith(f"loop: error: cannot reach {url}")
+    assert err[-2].startswith(f"loop: error: cannot reach {url}") and err[-2].endswith("(after 1 attempt)")
     assert err[-1] == "loop: hint: start a server there, pass --base-url URL, or run `loop doctor` to probe it"
     assert KEY not in proc.stderr + proc.stdout
 
@@ -70,3 +71,35 @@ def test_policy_check_exit_code_lets_a_script_branch(tmp_path, loop_home):
     env = {**clean_env(loop_home), "PY": sys.executable, "WS": str(tmp_path), "LOOP_ALLOW": '["ls"]'}
     proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert proc.stdout.splitlines() == ["ls=0", "make deploy=3", "rm -rf /=4"], proc.stderr
+
+
+def test_an_unknown_session_to_resume_or_fork_is_one_line_and_exit_2(run_loop, server, tmp_path):
+    server.add(text("first"))
+    first = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi")
+    assert first.returncode == 0, first.stderr
+    for flag in ("--resume", "--fork"):
+        proc = run_loop("agent", "-C", str(tmp_path), "--base-url", server.url, flag, "nosuch", "again")
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr == "loop: no session 'nosuch' in this workspace; `loop sessions` lists them\n"
+        assert proc.stdout == ""  # no "done: error" line repeating it
+    headless = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "--resume", "nosuch")
+    assert headless.returncode == 2 and headless.stderr.count("\n") == 1
+    assert [json.loads(line)["status"] for line in headless.stdout.splitlines()] == ["error"]
+    assert len(server.requests) == 1  # nothing was asked of the model
+
+
+def test_counts_of_one_read_as_one(run_loop, server, tmp_path):
+    from loopagent.details import Details
+    from loopagent.rerun import compare, conclusion, outcomes
+
+    server.add(tools(("read_file", {"path": "nothing.txt"})))
+    proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "--max-steps", "1", "go")
+    assert proc.returncode == 3
+    assert json.loads(proc.stdout.splitlines()[-1])["message"] == "stopped after 1 model request (--max-steps)"
+
+    call = ToolCall("c1", "shell", '{"command": "true"}')
+    one = outcomes([AssistantMessage(tool_calls=(call,), stop_reason="tool_calls"),
+                    ToolResult.ok("", details=Details("ok")).answering(call)])
+    assert conclusion(compare(one, one)) == "replay: the call has the recorded outcome"
+    assert conclusion(compare(one * 2, one * 2)) == "replay: all 2 calls have the recorded outcome"
+    assert conclusion([]) == "replay: no call to compare"  # not "all 0 calls"

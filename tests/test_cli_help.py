@@ -84,16 +84,54 @@ def test_completion_completes_commands_and_flags(loop_home):
     assert complete("loop agent --max-s") == ["--max-steps"]
 
 
+def test_completion_offers_approval_modes_formats_and_this_workspace_s_sessions(loop_home, tmp_path):
+    from loopagent.cli.shell_words import APPROVAL_MODES, session_dir
+    from loopagent.policy import MODES
+    from loopagent.session.catalog import sessions_dir
+
+    ws, other = tmp_path / "ws", tmp_path / "other"
+    ws.mkdir(), other.mkdir()
+    assert [mode for mode, _ in APPROVAL_MODES] == list(MODES)  # the shell's copy cannot drift
+    assert session_dir(ws, {"LOOP_HOME": str(loop_home)}) == sessions_dir(loop_home, ws)
+    directory = sessions_dir(loop_home, ws)
+    directory.mkdir(parents=True)
+    for stem in ("20250101T120000Z-fix-the-test", "20250102T090000Z-add-docs", "20250101T120500Z-fix-the-test-2"):
+        (directory / f"{stem}.jsonl").write_text("")
+    (sessions_dir(loop_home, other) / "x").parent.mkdir(parents=True)
+    (sessions_dir(loop_home, other) / "20250103T000000Z-elsewhere.jsonl").write_text("")
+
+    def complete(words: str, cwd) -> list[str]:
+        env = {**clean_env(loop_home), "_LOOP_COMPLETE": "complete_bash", "COMP_WORDS": words,
+               "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
+        proc = subprocess.run([sys.executable, "-m", "loopagent"], capture_output=True, text=True, timeout=60,
+                              env=env, stdin=subprocess.DEVNULL, cwd=cwd)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return proc.stdout.split()
+
+    assert complete("loop agent --approval ", ws) == ["ask", "edits", "all"]
+    assert complete("loop agent --approval e", ws) == ["edits"]
+    assert complete("loop export --format ", ws) == ["md", "html"]
+    newest_first = ["last", "20250102T090000Z-add-docs", "20250101T120500Z-fix-the-test-2",
+                    "20250101T120000Z-fix-the-test"]
+    assert complete("loop export ", ws) == newest_first
+    assert complete("loop agent --resume 20250101", ws) == newest_first[2:]
+    assert complete(f"loop agent -C {ws} --fork 2025", other) == newest_first[1:]  # -C names the workspace
+    assert complete("loop export ", other) == ["last", "20250103T000000Z-elsewhere"]
+
+
 def test_help_and_completion_import_no_heavy_module(loop_home):
     # what `loop --help` and a completion request import: typer and our CLI, not the agent behind it
     # (a completion request lets typer parse with pydantic, its own dependency: allowed there only)
     code = ("import sys, runpy; sys.argv = ['loop', '--help']\n"
             "try:\n    runpy.run_module('loopagent', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('rich', 'httpx', 'prompt_toolkit', 'git', 'loopagent.loop', 'loopagent.config') "
+            "heavy = [m for m in ('rich', 'httpx', 'prompt_toolkit', 'git', 'loopagent.loop', 'loopagent.config', "
+            "'loopagent.session') "
             "if m in sys.modules]\nprint('HEAVY', heavy, 'pydantic' in sys.modules)")
     env = {**clean_env(loop_home), "COLUMNS": "80"}
     for extra, marker in (({}, "HEAVY [] False"),
-                          ({"_LOOP_COMPLETE": "complete_bash", "COMP_WORDS": "loop ag", "COMP_CWORD": "1"}, "HEAVY []")):
+                          ({"_LOOP_COMPLETE": "complete_bash", "COMP_WORDS": "loop ag", "COMP_CWORD": "1"}, "HEAVY []"),
+                          ({"_LOOP_COMPLETE": "complete_bash", "COMP_WORDS": "loop export ", "COMP_CWORD": "2"},
+                           "HEAVY []")):
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                               env={**env, **extra}, stdin=subprocess.DEVNULL, cwd=os.getcwd())
         assert marker in proc.stdout, proc.stdout + proc.stderr

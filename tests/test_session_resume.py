@@ -150,9 +150,9 @@ def test_garbage_in_a_middle_line_refuses(run_loop, server, sample):
     assert len(server.requests) == 2
 
 
-def test_resume_without_sessions_is_exit_1(run_loop, server, sample):
+def test_resume_without_sessions_is_exit_2(run_loop, server, sample):
     proc = agent(run_loop, server, sample, "--resume", "last")
-    assert proc.returncode == 1 and "no saved sessions" in proc.stderr
+    assert proc.returncode == 2 and "no saved sessions" in proc.stderr  # a bad argument, as for `loop export`
     assert events(proc.stdout)[-1]["status"] == "error"
 
 

@@ -47,6 +47,12 @@ def test_fork_in_the_repl_then_resume_both_branches(term, server, workspace, loo
     exported = (tmp_path / "fork.html").read_text(encoding="utf-8")
     assert exported.startswith("<!DOCTYPE html>") and "second task" in exported and "Second answer." in exported
     assert f"forked from</span>: {parent.stem} at message 2" in exported
+    t.line("/export")  # without a name: under $LOOP_HOME, never into the repository
+    t.expect("wrote ")
+    t.prompt()
+    [default] = (loop_home / "exports").glob("*.md")
+    assert default.read_text().startswith("# Session") and "Second answer." in default.read_text()
+    assert sorted(p.name for p in workspace.iterdir()) == ["a.txt"]
     t.line("/rewind 2")  # back to before "second task": a branch of the fork
     t.expect(r"\[c\]onversation")
     t.line("c")
@@ -69,6 +75,11 @@ def test_fork_in_the_repl_then_resume_both_branches(term, server, workspace, loo
     assert header_of(fork)["parent"] == {"session": parent.stem, "message": 2}  # system, user, assistant
     assert header_of(rewound)["parent"] == {"session": fork.stem, "message": 2}
     assert header_of(cleared)["parent"] == {"session": rewound.stem, "message": 0}  # only the system prompt
+    # the README's ids: a fork is its family's label numbered, a fork of a fork continues the count;
+    # a /clear is a new conversation, named by its own first task
+    label = parent.stem.split("-", 1)[1]
+    assert label == "first-task" and fork.stem.endswith("Z-first-task-2") and rewound.stem.endswith("Z-first-task-3")
+    assert cleared.stem.endswith("Z-third-task") and default.stem == fork.stem
 
     server.add(text("parent again"), text("fork again"))
     assert resume(run_loop, server, workspace, parent.stem, "third") == ["first task", "third"]
@@ -102,6 +113,7 @@ def test_fork_from_the_command_line_at_a_message(run_loop, server, workspace, lo
     assert parent.read_bytes() == before
     [fork] = [p for p in sessions_in(loop_home) if p != parent]
     assert json.loads(proc.stdout.splitlines()[0])["id"] == fork.stem
+    assert fork.stem.endswith("Z-read-a-txt-2")  # the family's label, not the new message's
     assert header_of(fork)["parent"] == {"session": parent.stem, "message": 3}
     records = [json.loads(line) for line in fork.read_text().splitlines()]
     assert [r["index"] for r in records if r["type"] == "message"] == [0, 1, 2, 3, 4, 5]
@@ -143,3 +155,34 @@ def test_fork_points_and_the_family_in_process():
     assert placed == [(0, "a"), (1, "b"), (1, "c"), (0, "x"), (0, "o")]  # forks oldest first; lost parents roots
     cycle = [summary("p", "q"), summary("q", "p")]
     assert sorted(s.id for _, s in family(cycle)) == ["p", "q"]
+
+
+def test_fork_ids_are_numbered_within_their_family(tmp_path):
+    from datetime import UTC, datetime
+
+    from loopagent.session import SessionWriter, header
+    from loopagent.session.catalog import fork_path, sessions_dir
+
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    directory = sessions_dir(home, ws)
+    directory.mkdir(parents=True)
+
+    def made(stem: str, parent: str | None = None) -> Path:
+        path = directory / f"{stem}.jsonl"
+        head = header(stem, ws, "m", "http://127.0.0.1:1/v1", "t", {"session": parent, "message": 1} if parent else None)
+        SessionWriter.create(path, head).close()
+        return path
+
+    at = datetime(2025, 1, 1, 12, 5, 0, tzinfo=UTC)
+    root = made("20250101T120000Z-fix-the-test")
+    assert fork_path(home, ws, root, at).name == "20250101T120500Z-fix-the-test-2.jsonl"
+    second = made("20250101T120100Z-fix-the-test-2", root.stem)
+    assert fork_path(home, ws, root, at).name == "20250101T120500Z-fix-the-test-3.jsonl"
+    assert fork_path(home, ws, second, at).name == "20250101T120500Z-fix-the-test-3.jsonl"  # not -2-2
+    made("20250101T120500Z-fix-the-test-3")  # the same second: the next number, never an existing file
+    assert fork_path(home, ws, root, at).name == "20250101T120500Z-fix-the-test-4.jsonl"
+    numbered = made("20250101T120200Z-fix-bug-2")  # a task that ends in a number is not a fork
+    assert fork_path(home, ws, numbered, at).name == "20250101T120500Z-fix-bug-2-2.jsonl"
+    handed = tmp_path / "Their Notes.jsonl"  # a session file from elsewhere
+    SessionWriter.create(handed, header("x", ws, "m", "http://127.0.0.1:1/v1", "t")).close()
+    assert fork_path(home, ws, handed, at).name == "20250101T120500Z-their-notes-2.jsonl"
