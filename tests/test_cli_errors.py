@@ -10,7 +10,7 @@ import sys
 
 from loopagent.messages import AssistantMessage, ToolCall, ToolResult
 from tests.conftest import clean_env
-from tests.fakeserver import error, text, tools
+from tests.fakeserver import error, tools
 
 KEY = "sk-test-do-not-print-4242"
 
@@ -73,19 +73,21 @@ def test_policy_check_exit_code_lets_a_script_branch(tmp_path, loop_home):
     assert proc.stdout.splitlines() == ["ls=0", "make deploy=3", "rm -rf /=4"], proc.stderr
 
 
-def test_an_unknown_session_to_resume_or_fork_is_one_line_and_exit_2(run_loop, server, tmp_path):
-    server.add(text("first"))
-    first = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi")
-    assert first.returncode == 0, first.stderr
-    for flag in ("--resume", "--fork"):
-        proc = run_loop("agent", "-C", str(tmp_path), "--base-url", server.url, flag, "nosuch", "again")
-        assert proc.returncode == 2, proc.stderr
-        assert proc.stderr == "loop: no session 'nosuch' in this workspace; `loop sessions` lists them\n"
-        assert proc.stdout == ""  # no "done: error" line repeating it
+def test_an_unknown_session_to_resume_or_fork_is_one_line_and_exit_2(run_loop, server, tmp_path, loop_home):
+    from loopagent.session import SessionWriter, header
+    from loopagent.session.catalog import sessions_dir
+
+    sessions_dir(loop_home, tmp_path).mkdir(parents=True)
+    there = sessions_dir(loop_home, tmp_path) / "20250101T120000Z-hi.jsonl"
+    SessionWriter.create(there, header(there.stem, tmp_path, "m", server.url, "hi")).close()
+    proc = run_loop("agent", "-C", str(tmp_path), "--base-url", server.url, "--fork", "nosuch", "again")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "loop: no session 'nosuch' in this workspace; `loop sessions` lists them\n"
+    assert proc.stdout == ""  # no "done: error" line repeating it
     headless = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "--resume", "nosuch")
-    assert headless.returncode == 2 and headless.stderr.count("\n") == 1
+    assert headless.returncode == 2 and headless.stderr == proc.stderr
     assert [json.loads(line)["status"] for line in headless.stdout.splitlines()] == ["error"]
-    assert len(server.requests) == 1  # nothing was asked of the model
+    assert server.requests == []  # nothing was asked of the model
 
 
 def test_counts_of_one_read_as_one(run_loop, server, tmp_path):

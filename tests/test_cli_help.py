@@ -84,8 +84,16 @@ def test_completion_completes_commands_and_flags(loop_home):
     assert complete("loop agent --max-s") == ["--max-steps"]
 
 
-def test_completion_offers_approval_modes_formats_and_this_workspace_s_sessions(loop_home, tmp_path):
-    from loopagent.cli.shell_words import APPROVAL_MODES, session_dir
+def test_completion_offers_approval_modes_formats_and_this_workspace_s_sessions(loop_home, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from loopagent.cli.shell_words import (
+        APPROVAL_MODES,
+        approval_modes,
+        export_formats,
+        session_dir,
+        session_ids,
+    )
     from loopagent.policy import MODES
     from loopagent.session.catalog import sessions_dir
 
@@ -93,14 +101,20 @@ def test_completion_offers_approval_modes_formats_and_this_workspace_s_sessions(
     ws.mkdir(), other.mkdir()
     assert [mode for mode, _ in APPROVAL_MODES] == list(MODES)  # the shell's copy cannot drift
     assert session_dir(ws, {"LOOP_HOME": str(loop_home)}) == sessions_dir(loop_home, ws)
-    directory = sessions_dir(loop_home, ws)
-    directory.mkdir(parents=True)
-    for stem in ("20250101T120000Z-fix-the-test", "20250102T090000Z-add-docs", "20250101T120500Z-fix-the-test-2"):
-        (directory / f"{stem}.jsonl").write_text("")
-    (sessions_dir(loop_home, other) / "x").parent.mkdir(parents=True)
-    (sessions_dir(loop_home, other) / "20250103T000000Z-elsewhere.jsonl").write_text("")
+    for home_of, stems in ((ws, ("20250101T120000Z-fix-the-test", "20250102T090000Z-add-docs",
+                                 "20250101T120500Z-fix-the-test-2")), (other, ("20250103T000000Z-elsewhere",))):
+        sessions_dir(loop_home, home_of).mkdir(parents=True)
+        for stem in stems:
+            (sessions_dir(loop_home, home_of) / f"{stem}.jsonl").write_text("")
+    newest_first = ["last", "20250102T090000Z-add-docs", "20250101T120500Z-fix-the-test-2",
+                    "20250101T120000Z-fix-the-test"]
+    monkeypatch.setenv("LOOP_HOME", str(loop_home))
+    monkeypatch.chdir(other)
+    assert session_ids(SimpleNamespace(params={"workspace": str(ws)}), "20250101") == newest_first[2:]
+    assert session_ids(SimpleNamespace(params={}), "") == ["last", "20250103T000000Z-elsewhere"]
+    assert [m for m, _ in approval_modes("E")] == ["edits"] and [f for f, _ in export_formats("h")] == ["html"]
 
-    def complete(words: str, cwd) -> list[str]:
+    def complete(words: str, cwd) -> list[str]:  # what a shell gets, through the real entry point
         env = {**clean_env(loop_home), "_LOOP_COMPLETE": "complete_bash", "COMP_WORDS": words,
                "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
         proc = subprocess.run([sys.executable, "-m", "loopagent"], capture_output=True, text=True, timeout=60,
@@ -109,14 +123,8 @@ def test_completion_offers_approval_modes_formats_and_this_workspace_s_sessions(
         return proc.stdout.split()
 
     assert complete("loop agent --approval ", ws) == ["ask", "edits", "all"]
-    assert complete("loop agent --approval e", ws) == ["edits"]
-    assert complete("loop export --format ", ws) == ["md", "html"]
-    newest_first = ["last", "20250102T090000Z-add-docs", "20250101T120500Z-fix-the-test-2",
-                    "20250101T120000Z-fix-the-test"]
     assert complete("loop export ", ws) == newest_first
-    assert complete("loop agent --resume 20250101", ws) == newest_first[2:]
     assert complete(f"loop agent -C {ws} --fork 2025", other) == newest_first[1:]  # -C names the workspace
-    assert complete("loop export ", other) == ["last", "20250103T000000Z-elsewhere"]
 
 
 def test_help_and_completion_import_no_heavy_module(loop_home):

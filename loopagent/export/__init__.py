@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 FORMATS = ("md", "html")
@@ -37,11 +38,20 @@ def write_whole(target: Path, text: str) -> None:
 
     A full disk, a file-size limit or a kill mid-write leaves the old `target` as it was (and no
     temporary file); a reader never sees half a transcript. A symbolic link is written through, as
-    `open` would, and an existing file keeps its permissions. Raises OSError.
+    `open` would, an existing file keeps its permissions, and a device or FIFO is simply written to.
+    Raises OSError.
     """
+    data = text.encode("utf-8")
+    try:
+        special = not stat.S_ISREG(os.stat(target).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:  # `-o /dev/stdout`, a FIFO: nothing to rename over, and nothing there to keep
+        with open(target, "wb") as out:
+            out.write(data)
+        return
     if target.is_symlink():
         target = Path(os.path.realpath(target))
-    data = text.encode("utf-8")
     while True:
         temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
         try:  # 0o666 through the umask, like any new file
