@@ -278,9 +278,14 @@ class ServerLog(logging.Handler):
         log = SERVER_LOG.get()
         if log is None or log.closed:
             return
-        text = record.getMessage()
-        if record.exc_info and record.exc_info[1] is not None:
-            text += f": {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        text, exc = record.getMessage(), record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            text += f": {type(exc).__name__}: {exc}"
+        if callable(getattr(exc, "errors", None)) and "JSONRPC" in text:  # pydantic's: the line is what helps
+            try:
+                text = f"not a JSON-RPC message on stdout: {str(exc.errors()[0]['input'])[:500]!r}"
+            except (IndexError, KeyError, TypeError):
+                pass
         try:
             log.write(f"--- loop: {record.levelname.lower()} from the MCP SDK: {text}\n")
             log.flush()
