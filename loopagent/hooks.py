@@ -248,7 +248,7 @@ def collect(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes,
     deadline, ended = time.monotonic() + timeout, False
     try:
         while any(key.fileobj in outputs for key in selector.get_map().values()):
-            if not ended and exited(proc.pid):
+            if not ended and exited(proc):
                 ended, deadline = True, time.monotonic() + DRAIN
                 kill_group(proc)  # what it left running; its output so far is in the pipes
             left = deadline - time.monotonic()
@@ -309,12 +309,14 @@ def exit_watch(pid: int) -> int | None:
         return None
 
 
-def exited(pid: int) -> bool:
+def exited(proc: subprocess.Popen) -> bool:
     """Whether the child has exited, without reaping it (so its group id stays its own until we kill it)."""
     try:
-        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
+    except AttributeError:  # no waitid on this system: reap it, a small risk for the group kill after
+        return proc.poll() is not None
 
 
 def decided(hook: Hook, stdout: str) -> Outcome:
