@@ -2,7 +2,7 @@
 
 It leads the child's process group, runs PROGRAM as its child and passes on its exit status; when loop
 dies (the parent-death signal, SIGHUP here) it kills the whole group, which the signal alone would not
-reach: it is not inherited across fork. Run as a script, never imported by loop: `_signal` rather than
+reach: it is not inherited across fork. When PROGRAM exits, what it left in the group is ended too. Run as a script, never imported by loop: `_signal` rather than
 `signal` (whose enums cost a start-up as long again), nothing from the package.
 """
 
@@ -53,7 +53,14 @@ def run(argv: list[str]) -> int:
 
 
 def leave(status: int) -> None:
-    """Exit as the child did: the same code, or killed by the same signal."""
+    """End what the child left in the group (an MCP server's own children: nobody else will), then exit
+    as the child did: the same code, or killed by the same signal. SIGTERM, which we ignore: SIGKILL
+    would end us before our exit status is read (for a hook, loop kills the group with SIGKILL after)."""
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+    try:
+        os.killpg(0, _signal.SIGTERM)
+    except OSError:
+        pass
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig not in (_signal.SIGKILL, _signal.SIGSTOP):  # those two cannot be handled, so are default

@@ -39,22 +39,30 @@ def test_a_server_run_as_python_m_does_not_import_the_models_module(run_loop, se
     wait_for(lambda: not running(pid), timeout=10)
 
 
-def test_noise_on_a_servers_stdout_goes_to_its_log_and_its_tools_still_work(run_loop, server, workspace, loop_home,
-                                                                            tmp_path):
+def test_a_noisy_server_works_keeps_its_noise_in_its_log_and_leaves_no_child(run_loop, server, workspace,
+                                                                              loop_home, tmp_path):
+    # Started through a shell that leaves a child, as `npx` and `uvx` do: it must not outlive the server.
+    bg = tmp_path / "bg"
     servers = notes(tmp_path / "started")
     servers["notes"]["env"]["NOISE"] = "1"
+    servers["notes"].update(command="/bin/sh", args=["-c", f"sleep 300 & echo $! > {bg}; exec {sys.executable} {SERVER}"])
     user_file(loop_home, servers)
     server.add(tools(("mcp__notes__read_note", {"name": "x"})), tools(("mcp__notes__read_note", {"name": "y"})),
                text("ok"))
     proc = agent(run_loop, server, workspace)
-    assert proc.returncode == 0, proc.stderr
-    results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
-    assert results == ["note x: buy milk", "note y: buy milk"]
-    terminal = proc.stdout + proc.stderr
-    assert "Traceback" not in terminal and "not json" not in terminal and "reading note" not in terminal
-    assert "JSONRPC" not in terminal and "warning" not in proc.stderr.lower(), proc.stderr
-    log = (loop_home / "logs" / "mcp-notes.log").read_text()
-    assert "{not json" in log and "reading note x" in log and "notes server starting" in log
+    [child] = read_pids(bg)
+    try:
+        assert proc.returncode == 0, proc.stderr
+        results = [m["content"] for m in server.requests[2]["messages"] if m["role"] == "tool"]
+        assert results == ["note x: buy milk", "note y: buy milk"]
+        terminal = proc.stdout + proc.stderr
+        assert "Traceback" not in terminal and "not json" not in terminal and "reading note" not in terminal
+        assert "JSONRPC" not in terminal and "warning" not in proc.stderr.lower(), proc.stderr
+        log = (loop_home / "logs" / "mcp-notes.log").read_text()
+        assert "{not json" in log and "reading note x" in log and "notes server starting" in log
+        wait_for(lambda: not running(child), timeout=10)
+    finally:
+        kill([child])
 
 
 def test_loop_sigkilled_during_an_mcp_call_leaves_no_process_of_the_server(server, workspace, loop_home, tmp_path):
