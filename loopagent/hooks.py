@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import signal
 import subprocess
 import time
@@ -31,6 +32,9 @@ DEFAULT_TIMEOUT = 30.0
 MAX_STOP_BLOCKS = 3  # a stop hook may send the model back this often per run
 MAX_TEXT = 4000  # characters of a hook's reason or context the model reads
 KEYS = {"match", "command", "timeout", "on_error"}
+DRAIN = 0.5  # seconds to read what an exited hook left in its pipes, while what it left running is killed
+POLL = 0.02  # seconds between exit checks where the kernel has no pidfd
+MAX_OUTPUT = 1 << 20  # bytes kept of a hook's stdout and of its stderr (the model reads MAX_TEXT characters)
 
 Emit = Callable[[Event], None]
 
@@ -191,27 +195,33 @@ def announce(outcome: Outcome, tool: str, emit: Emit, seconds: float = 0.0) -> N
 
 def run_hook(hook: Hook, payload: dict[str, Any], cwd: Path, env: Mapping[str, str] | None,
              cancel: Cancel | None = None) -> Outcome:
-    """Run one hook command to its verdict; never raises. Ctrl+C (`cancel`) ends it at once."""
-    try:
-        proc = subprocess.Popen(hook.command, shell=True, cwd=cwd, env=dict(env) if env is not None else None,
+    """Run one hook command to its verdict; never raises. Ctrl+C (`cancel`) ends it at once.
+
+    The hook is done when its own process exits, not when its pipes close: a `sleep 300 &` it leaves
+    holds them open. What it left running is killed then (its process group), and with loop (`guard`).
+    """
+    from loopagent.spawn import guard, safe_env
+
+    try:  # its own session, so Ctrl+C does not reach it: the token kills its group instead
+        proc = subprocess.Popen(guard(["/bin/sh", "-c", hook.command]), cwd=cwd, env=safe_env(env),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)  # its own group: a timeout ends its children too
+                                start_new_session=True)
     except OSError as exc:
         return failure(hook, f"cannot start it: {exc}")
-    # its own session, so Ctrl+C does not reach it: the token kills its group instead
-    forget = cancel.on_cancel(lambda: kill_group(proc, wait=False)) if cancel is not None else lambda: None
+    forget = cancel.on_cancel(lambda: kill_group(proc)) if cancel is not None else lambda: None
     try:
-        out, err = proc.communicate(json.dumps(payload).encode(), timeout=hook.timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        return failure(hook, f"timed out after {hook.timeout:g} s")
-    except OSError as exc:  # it closed stdin before reading it all and then failed to exit: still a failure
-        kill_group(proc)
-        return failure(hook, str(exc))
+        out, err, ended = collect(proc, json.dumps(payload).encode(), hook.timeout)
     finally:
         forget()
+        kill_group(proc)  # before the reap below: the group's id cannot have been reused yet
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # not killable (uninterruptible sleep): left to the kernel
+            pass
     if cancel is not None and cancel.is_set():
         return Outcome(hook, "failed", "cancelled")
+    if not ended:
+        return failure(hook, f"timed out after {hook.timeout:g} s")
     stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     if proc.returncode == 2:
         return Outcome(hook, "block", clipped(stderr) or "no reason given")
@@ -219,6 +229,94 @@ def run_hook(hook: Hook, payload: dict[str, Any], cwd: Path, env: Mapping[str, s
         said = f": {clipped(stderr)}" if stderr.strip() else ""
         return failure(hook, f"exit status {proc.returncode}{said}")
     return decided(hook, stdout)
+
+
+def collect(proc: subprocess.Popen, data: bytes, timeout: float) -> tuple[bytes, bytes, bool]:
+    """Feed `data` to the process and read its stdout and stderr until it exits (then at most DRAIN
+    more, its group killed meanwhile): (stdout, stderr, whether it exited within `timeout`)."""
+    outputs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    pending = memoryview(data)
+    selector = selectors.DefaultSelector()
+    for pipe in outputs:
+        os.set_blocking(pipe.fileno(), False)
+        selector.register(pipe, selectors.EVENT_READ)
+    os.set_blocking(proc.stdin.fileno(), False)
+    selector.register(proc.stdin, selectors.EVENT_WRITE)
+    exit_fd = exit_watch(proc.pid)
+    if exit_fd is not None:
+        selector.register(exit_fd, selectors.EVENT_READ)
+    deadline, ended = time.monotonic() + timeout, False
+    try:
+        while any(key.fileobj in outputs for key in selector.get_map().values()):
+            if not ended and exited(proc):
+                ended, deadline = True, time.monotonic() + DRAIN
+                kill_group(proc)  # what it left running; its output so far is in the pipes
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for key, _ in selector.select(left if ended or exit_fd is not None else min(left, POLL)):
+                if key.fileobj is proc.stdin:
+                    pending = feed(proc.stdin, pending, selector)
+                elif key.fileobj in outputs:
+                    read_into(key.fileobj, outputs[key.fileobj], selector)
+                else:  # the exit watch: checked at the top of the loop
+                    selector.unregister(key.fileobj)
+    finally:
+        selector.close()
+        if exit_fd is not None:
+            os.close(exit_fd)
+        if not proc.stdin.closed:
+            proc.stdin.close()
+    if not ended:  # it closed its pipes but runs on
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            ended = True
+        except subprocess.TimeoutExpired:
+            pass
+    return bytes(outputs[proc.stdout]), bytes(outputs[proc.stderr]), ended
+
+
+def feed(pipe: Any, pending: memoryview, selector: selectors.BaseSelector) -> memoryview:
+    """Write what the pipe takes now; close it when all is written or the hook stopped reading."""
+    try:
+        pending = pending[os.write(pipe.fileno(), pending[:65536]):]
+    except BlockingIOError:
+        return pending
+    except OSError:  # it exited or closed stdin without reading it all: not an error of the hook's
+        pending = pending[:0]
+    if not pending:
+        selector.unregister(pipe)
+        pipe.close()
+    return pending
+
+
+def read_into(pipe: Any, buffer: bytearray, selector: selectors.BaseSelector) -> None:
+    try:
+        block = os.read(pipe.fileno(), 65536)
+    except BlockingIOError:
+        return
+    if not block:
+        selector.unregister(pipe)
+    elif len(buffer) < MAX_OUTPUT:  # read on past it (the hook must not block on a full pipe), keep none
+        buffer += block
+
+
+def exit_watch(pid: int) -> int | None:
+    """A descriptor that turns readable when `pid` exits (Linux 5.3+), or None: then `collect` polls."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def exited(proc: subprocess.Popen) -> bool:
+    """Whether the child has exited, without reaping it (so its group id stays its own until we kill it)."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+    except AttributeError:  # no waitid on this system: reap it, a small risk for the group kill after
+        return proc.poll() is not None
 
 
 def decided(hook: Hook, stdout: str) -> Outcome:
@@ -246,14 +344,9 @@ def failure(hook: Hook, why: str) -> Outcome:
     return Outcome(hook, "failed", why)
 
 
-def kill_group(proc: subprocess.Popen, wait: bool = True) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the hook's process group: the guard, the shell and whatever they started."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass
-    if not wait:
-        return
-    try:
-        proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:  # a grandchild in another group holds the pipes: leave them
         pass

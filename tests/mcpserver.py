@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the SDK's FastMCP, run as `sys.executable tests/mcpserver.py`.
 
 MARKER in its environment: a file it appends its pid to on start (proves a server was, or was never,
-started); NAPPING: a file `nap` writes when it begins.
+started); NAPPING: a file `nap` writes when it begins; NOISE: print lines that are not JSON-RPC on stdout
+(at start and in `read_note`), as a careless server does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def read_note(name: str) -> str:
 
     Notes are short texts kept by the test server.
     """
+    if os.environ.get("NOISE"):
+        print(f"reading note {name}", flush=True)
     return f"note {name}: buy milk"
 
 
@@ -52,4 +55,6 @@ if __name__ == "__main__":
         with open(marker, "a") as f:
             f.write(f"{os.getpid()}\n")
     print("notes server starting", file=sys.stderr)  # goes to the log, never the terminal
+    if os.environ.get("NOISE"):
+        print("INFO notes server listening on stdio\n{not json", flush=True)
     server.run("stdio")

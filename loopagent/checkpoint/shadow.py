@@ -22,6 +22,12 @@ BULK = 1000  # a first snapshot of at least this many files goes through fast-im
 MAX_FILES = 200_000  # beyond this a first snapshot takes too long to be worth it
 GIT_TIMEOUT = 300.0
 RAW_BYTES = "* -text -eol -filter -ident\n"
+# Config that runs a program, pinned off on git's command line (GIT_CONFIG_COUNT wins over every config file).
+# Global and system config are not read and the shadow's own config lives in $LOOP_HOME, which the sandbox
+# hides; this still holds where $LOOP_HOME is writable (--sandbox off, a sandbox_writable entry). An empty
+# core.fsmonitor is off for every git version (older ones take the value as a program to run).
+PINNED = (("core.fsmonitor", ""), ("core.hooksPath", os.devnull), ("log.showSignature", "false"),
+          ("commit.gpgSign", "false"), ("core.pager", "cat"), ("core.sshCommand", "false"))
 
 
 class CheckpointError(Exception):
@@ -53,6 +59,7 @@ class ShadowRepo:
             "GIT_TERMINAL_PROMPT": "0",
             "GIT_AUTHOR_NAME": "loop", "GIT_AUTHOR_EMAIL": "loop@localhost",
             "GIT_COMMITTER_NAME": "loop", "GIT_COMMITTER_EMAIL": "loop@localhost",
+            **pinned_config(),
         }
 
     @property
@@ -63,9 +70,10 @@ class ShadowRepo:
             literal: bool = True) -> str:
         """Run one git command on the shadow repository; raises CheckpointError when it fails (an exit
         status up to `ok` is success: `check-ignore` exits 1 when nothing is ignored)."""
+        os.environ.setdefault("GIT_PYTHON_GIT_EXECUTABLE", git_program())  # its import runs `git version`
         import git  # GitPython; imported late because it looks for the git binary at import
 
-        cmd = ["git", f"--git-dir={self.git_dir}", f"--work-tree={self.work_tree}", *args]
+        cmd = [git_program(), f"--git-dir={self.git_dir}", f"--work-tree={self.work_tree}", *args]
         try:
             with tempfile.TemporaryFile() as tmp:
                 feed = stdin
@@ -282,7 +290,7 @@ class ShadowRepo:
 
         from loopagent.tarball import extract
 
-        cmd = ["git", f"--git-dir={self.git_dir}", "archive", "--format=tar", commit]
+        cmd = [git_program(), f"--git-dir={self.git_dir}", "archive", "--format=tar", commit]
         try:
             with tempfile.TemporaryFile() as tar:
                 done = subprocess.run(cmd, stdout=tar, stderr=subprocess.PIPE, env={**os.environ, **self.env},
@@ -303,6 +311,30 @@ class ShadowRepo:
         from loopagent.checkpoint.restore import restore
 
         restore(self, target, current)
+
+
+def pinned_config() -> dict[str, str]:
+    """The environment that pins PINNED, and PATH without relative entries (git runs in the workspace);
+    config from a `git -c` that started loop (GIT_CONFIG_PARAMETERS) is dropped with the user's files."""
+    from loopagent.spawn import absolute_path
+
+    env = {"GIT_CONFIG_COUNT": str(len(PINNED)), "GIT_CONFIG_PARAMETERS": "",
+           "PATH": absolute_path(os.environ.get("PATH", os.defpath))}
+    for i, (key, value) in enumerate(PINNED):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
+def git_program() -> str:
+    """git as found on PATH's absolute entries: an empty or `.` entry would find a `git` the model wrote."""
+    if not _git:
+        from loopagent.spawn import absolute_path
+
+        _git.append(shutil.which("git", path=absolute_path(os.environ.get("PATH", os.defpath))) or "git")
+    return _git[0]
+
+
+_git: list[str] = []
 
 
 def nul_join(paths: list[str]) -> bytes:

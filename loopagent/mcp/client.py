@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import errno
+import logging
+import os
 import re
+import shutil
 import threading
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +32,9 @@ from loopagent.mcp.settings import ServerConfig
 # What a server inherits from loop's environment; everything else it gets only by its `env`.
 INHERITED = ("HOME", "LOGNAME", "USER", "PATH", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
 GRACE = 2.0  # seconds the synchronous side waits beyond a timeout the event loop enforces itself
+# The log of the server whose task is running: the SDK's own log lines (a line on the server's stdout that
+# is not JSON-RPC, with its traceback) are written there, not to the terminal. Tasks inherit it.
+SERVER_LOG: ContextVar[Any] = ContextVar("loop_mcp_server_log", default=None)
 
 
 class CallFailed(Exception):
@@ -72,6 +80,7 @@ class Hub:
 
     def launch(self) -> None:
         """Spawn every server at once and return: the caller does its own start-up meanwhile, then `wait()`s."""
+        quiet_sdk()
         thread = threading.Thread(target=anyio.run, args=(self._loop,), name="loop-mcp", daemon=True)
         thread.start()
         self._up.wait(10)
@@ -106,11 +115,18 @@ class Hub:
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        from loopagent.spawn import guard
+
         cfg = server.config
-        params = StdioServerParameters(command=cfg.command, args=cfg.args, env=self.environment(cfg), cwd=self.cwd)
         server.stop = anyio.Event()
         try:
+            env = self.environment(cfg)
+            # guarded: its process group ends with loop, also when loop is SIGKILLed. The guard's parent-death
+            # signal follows this thread, the hub's event loop, which runs until the hub is closed.
+            command, *args = guard([executable(cfg.command, env.get("PATH", os.defpath), self.cwd), *cfg.args])
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=self.cwd)
             with self.log(server) as errlog:
+                SERVER_LOG.set(errlog)
                 async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                     with anyio.fail_after(cfg.startup_timeout):
                         await session.initialize()
@@ -140,8 +156,12 @@ class Hub:
         return f
 
     def environment(self, cfg: ServerConfig) -> dict[str, str]:
-        """A minimal environment plus the server's `env` (where ${VAR} is taken from loop's environment)."""
-        base = {k: self.env[k] for k in INHERITED if k in self.env}
+        """A minimal environment with a safe path (PYTHONSAFEPATH=1, PATH without relative entries: the
+        server runs in the workspace) plus the server's `env` (${VAR} taken from loop's environment),
+        which may say otherwise: it is the user's own file."""
+        from loopagent.spawn import safe_env
+
+        base = safe_env({k: self.env[k] for k in INHERITED if k in self.env})
         extra = {k: re.sub(r"\$\{(\w+)\}", lambda m: self.env.get(m[1], ""), v) for k, v in cfg.env.items()}
         return {**base, **extra}
 
@@ -237,6 +257,49 @@ async def list_tools(session: Any) -> list[Any]:
         cursor = page.nextCursor
         if not cursor:
             return tools
+
+
+def executable(command: str, path: str, cwd: Path) -> str:
+    """The program `command` names, as the server's own exec would find it (a path with a slash is taken
+    from the workspace); FileNotFoundError naming it when there is none, so that the warning says so."""
+    if os.sep in command:
+        found = os.path.join(cwd, command)
+        if os.path.isfile(found) and os.access(found, os.X_OK):
+            return found
+    elif found := shutil.which(command, path=path):
+        return os.path.abspath(found)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+
+
+class ServerLog(logging.Handler):
+    """The SDK's log records, to the log of the server whose task logged them (SERVER_LOG); none to the terminal."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        log = SERVER_LOG.get()
+        if log is None or log.closed:
+            return
+        text, exc = record.getMessage(), record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            text += f": {type(exc).__name__}: {exc}"
+        if callable(getattr(exc, "errors", None)) and "JSONRPC" in text:  # pydantic's: the line is what helps
+            try:
+                text = f"not a JSON-RPC message on stdout: {str(exc.errors()[0]['input'])[:500]!r}"
+            except (IndexError, KeyError, TypeError):
+                pass
+        try:
+            log.write(f"--- loop: {record.levelname.lower()} from the MCP SDK: {text}\n")
+            log.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def quiet_sdk() -> None:
+    """Route the SDK's logger to the servers' logs (once): with no handler of its own, Python's last-resort
+    handler would print a Traceback on the user's terminal for every line of noise on a server's stdout."""
+    logger = logging.getLogger("mcp")
+    if not any(isinstance(h, ServerLog) for h in logger.handlers):
+        logger.addHandler(ServerLog())
+        logger.propagate = False
 
 
 def first(exc: BaseException) -> BaseException:
