@@ -17,6 +17,7 @@ from pathlib import Path
 
 from loopagent.eval.process import Stopped, run_bounded
 from loopagent.eval.tree import diff_trees, pack, unpack
+from loopagent.spawn import python_argv
 
 GRACE = 30.0  # seconds past the task's own --timeout before the harness kills the agent itself
 TAIL = 2000  # characters of check output kept in the result line
@@ -73,7 +74,8 @@ def run_task(spec: RunSpec) -> dict:
 
 
 def _agent(spec: RunSpec, root: Path, repo: Path, home: Path, path: str) -> dict:
-    argv = [sys.executable, "-m", "loopagent", "agent", "--json", "-C", str(repo), *spec.agent_args]
+    # -P: the agent starts in the copy, where a model-written `bashlex.py` must not shadow loop's own imports
+    argv = python_argv("-m", "loopagent", "agent", "--json", "-C", str(repo), *spec.agent_args)
     if spec.max_steps is not None:
         argv += ["--max-steps", str(spec.max_steps)]
     if spec.timeout is not None:
