@@ -4,11 +4,13 @@ eval runs on or stays on disk, and a huge sparse file does not take the diff's m
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import clean_env, where_shells_run
+from tests.conftest import clean_env, wait_for, where_shells_run
 from tests.fakeserver import FakeServer, Reply, text, tools
 
 
@@ -43,3 +45,129 @@ def test_a_model_written_module_in_the_copy_is_not_imported_by_the_agent(tmp_pat
     assert line["status"] == "completed" and line["steps"] == 3  # the shell call ran, parsed by the real bashlex
     assert "bashlex.py" in (out / "runs" / "plant-1" / "diff.patch").read_text()
     assert not marker.exists()
+
+
+def processes() -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent pid, state, name) of every process now."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                head, _, rest = f.read().rpartition(")")
+            fields = rest.split()
+            table[int(entry)] = (int(fields[1]), fields[0], head.partition("(")[2])
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def descendants(pid: int) -> dict[int, str]:
+    table, found, todo = processes(), {}, [pid]
+    while todo:
+        parent = todo.pop()
+        for child, (ppid, _state, name) in table.items():
+            if ppid == parent and child not in found:
+                found[child] = name
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    state = processes().get(pid, (0, "X", ""))[1]
+    return state not in ("Z", "X")
+
+
+def test_a_sigkilled_eval_leaves_no_process_and_the_next_one_removes_its_copy_and_resumes(
+        tmp_path: Path, loop_home: Path):
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "a.txt").write_text("a\n")
+    suite, out, tmp = tmp_path / "suite.toml", tmp_path / "out", tmp_path / "tmp"
+    suite.write_text('[[task]]\nid = "long"\nprompt = "wait"\nrepo = "repo"\ncheck = "test -f done.txt"\n')
+    tmp.mkdir()
+    env = {**clean_env(loop_home), "TMPDIR": str(tmp)}
+    argv = [sys.executable, "-m", "loopagent", "eval", str(suite), *where_shells_run()]
+    with FakeServer([tools(("shell", {"command": "sleep 300"}))]) as server, \
+            open(tmp_path / "eval.log", "w") as log:
+        proc = subprocess.Popen([*argv, "--base-url", server.url, "--out", str(out)], env=env, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        tree: dict[int, str] = {}
+        try:
+            wait_for(lambda: "sleep" in descendants(proc.pid).values(), 60)  # agent, bwrap, bash, sleep
+            tree = descendants(proc.pid)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+            wait_for(lambda: not any(alive(pid) for pid in tree), 20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+            for pid in tree:  # when the test fails: nothing of it runs on
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    [left] = tmp.iterdir()  # the killed eval's copy, which it could not remove
+    assert left.name.startswith("loop-eval-long-") and (left / "repo" / "a.txt").is_file()
+    assert (out / "eval.json").is_file() and not (out / "results.jsonl").exists()
+    with FakeServer([tools(("write_file", {"path": "done.txt", "content": "ok"})), text("done")]) as server:
+        again = subprocess.run([*argv, "--base-url", server.url, "--resume", str(out)], env=env, capture_output=True,
+                               text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert "removed 1 temporary copy a killed eval left behind" in again.stdout
+    assert "1 to run (0 already recorded)" in again.stdout
+    [line] = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert line["id"] == "long" and line["verified"] is True
+    assert list(tmp.iterdir()) == []
+
+
+def test_the_sweep_removes_only_copies_whose_maker_is_known_to_be_gone(tmp_path: Path, monkeypatch):
+    import tempfile
+
+    from loopagent.eval.copies import OWNER, me, run_copy, sweep
+
+    ended = subprocess.Popen(["true"])
+    ended.wait(timeout=10)
+    dead = {**me(), "pid": ended.pid, "start": "1"}
+    owners = {
+        "loop-eval-dead-1": dead,  # its maker ended
+        "loop-eval-reused-1": {**me(), "start": "1"},  # its pid now names another process (this one)
+        "loop-eval-live-1": me(),  # a live eval's copy
+        "loop-eval-elsewhere-1": {**dead, "host": "another-machine"},  # a shared TMPDIR: not ours to judge
+        "loop-eval-torn-1": "{not json",
+        "loop-eval-unmarked-1": None,  # an older loop's, or one being made right now
+        "other-dead-1": dead,  # not a copy's name
+    }
+    for name, owner in owners.items():
+        (tmp_path / name / "repo").mkdir(parents=True)
+        if owner is not None:
+            (tmp_path / name / OWNER).write_text(owner if isinstance(owner, str) else json.dumps(owner))
+    (tmp_path / "elsewhere" / "repo").mkdir(parents=True)  # a link to a dead copy is not followed
+    (tmp_path / "elsewhere" / OWNER).write_text(json.dumps(dead))
+    (tmp_path / "loop-eval-link-1").symlink_to(tmp_path / "elsewhere")
+    removed = sweep(str(tmp_path))
+    assert sorted(p.name for p in removed) == ["loop-eval-dead-1", "loop-eval-reused-1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {*owners, "elsewhere", "loop-eval-link-1"} - {"loop-eval-dead-1", "loop-eval-reused-1"})
+    assert (tmp_path / "elsewhere" / "repo").is_dir()
+    (tmp_path / "own").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "own"))
+    with run_copy("mine") as root:  # a run's own copy names this process and survives a sweep meanwhile
+        assert json.loads((root / OWNER).read_text())["pid"] == os.getpid()
+        assert sweep() == [] and root.is_dir()
+    assert list((tmp_path / "own").iterdir()) == []
+
+
+def test_resume_needs_an_eval_directory_even_one_that_crashed_before_its_first_result(tmp_path: Path):
+    import pytest
+    import typer
+
+    from loopagent.cli.eval_cmd import output_dir
+    from loopagent.eval.results import mark
+
+    suite = tmp_path / "suite.toml"
+    with pytest.raises(typer.Exit) as refused:
+        output_dir(None, tmp_path, suite, example=False)
+    assert refused.value.exit_code == 2
+    mark(tmp_path, suite, {"t": "digest"})
+    assert output_dir(None, tmp_path, suite, example=False) == tmp_path
+    assert json.loads((tmp_path / "eval.json").read_text())["tasks"] == {"t": "digest"}

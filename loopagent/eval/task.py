@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopagent.eval.copies import run_copy, sweep_once
 from loopagent.eval.process import Stopped, run_bounded
 from loopagent.eval.tree import diff_trees, pack, unpack
 from loopagent.spawn import python_argv
@@ -50,8 +50,8 @@ def run_task(spec: RunSpec) -> dict:
     """Carry out one run; {"line": result line, "session": bytes or None, "diff": str}. Raises only for
     harness failures (cannot unpack, cannot start a process) and `Stopped`."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=f"loop-eval-{_safe(spec.id)}-") as tmp:
-        root = Path(tmp)
+    sweep_once()  # on a Dask worker: copies a killed worker left on this machine
+    with run_copy(_safe(spec.id)) as root:
         repo, home = root / "repo", root / "home"
         unpack(spec.repo, repo)
         home.mkdir()
