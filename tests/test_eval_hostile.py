@@ -171,3 +171,45 @@ def test_resume_needs_an_eval_directory_even_one_that_crashed_before_its_first_r
     mark(tmp_path, suite, {"t": "digest"})
     assert output_dir(None, tmp_path, suite, example=False) == tmp_path
     assert json.loads((tmp_path / "eval.json").read_text())["tasks"] == {"t": "digest"}
+
+
+DIFF_PEAK = """
+import resource, sys, time
+from pathlib import Path
+from loopagent.eval.tree import diff_trees
+began = time.monotonic()
+diff = diff_trees(Path(sys.argv[1]), Path(sys.argv[2]))
+Path(sys.argv[3]).write_text(diff)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.monotonic() - began)
+"""
+
+
+def test_a_huge_sparse_file_is_named_not_read_and_long_files_diff_quickly(tmp_path: Path):
+    from loopagent.eval.tree import pack, unpack
+
+    src, before, after = tmp_path / "src", tmp_path / "before", tmp_path / "after"
+    src.mkdir()
+    long = [f"line {i}\n" for i in range(20000)]
+    (src / "big.txt").write_text("y\n" * (1 << 20))
+    (src / "long.txt").write_text("".join(long))
+    (src / "grows.txt").write_text("small\n")
+    for path in src.iterdir():
+        os.utime(path, (1_600_000_000.5, 1_600_000_000.5))
+    unpack(pack(src), after)  # the run's copy, then its `before`, as run_task makes them
+    unpack(pack(after), before)
+    for name, size in (("sparse.img", 300 << 20), ("holes.txt", 4096)):  # `truncate -s`: all hole, no disk
+        (after / name).touch()
+        os.truncate(after / name, size)  # holes.txt is small, read, and binary: its hole reads as NULs
+    (after / "grows.txt").write_text("big now\n" * (1 << 18))
+    (after / "long.txt").write_text("".join("changed\n" if i % 7 == 0 else line for i, line in enumerate(long)))
+    done = subprocess.run([sys.executable, "-c", DIFF_PEAK, str(before), str(after), str(tmp_path / "diff")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    peak_kib, seconds = done.stdout.split()
+    diff = (tmp_path / "diff").read_text()
+    assert "Binary files a/sparse.img and b/sparse.img differ (314572800 bytes, over the 1 MiB a diff reads" in diff
+    assert "Binary files a/holes.txt and b/holes.txt differ\n" in diff
+    assert "Binary files a/grows.txt and b/grows.txt differ (2097152 bytes, over" in diff
+    assert "big.txt" not in diff  # unchanged, over the limit: compared by size and time, not read
+    assert "--- a/long.txt\n+++ b/long.txt\n" in diff and diff.count("\n+changed\n") == 20000 // 7 + 1
+    assert int(peak_kib) < 150 * 1024 and float(seconds) < 10, (peak_kib, seconds)
