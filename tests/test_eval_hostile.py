@@ -133,6 +133,7 @@ def test_the_sweep_removes_only_copies_whose_maker_is_known_to_be_gone(tmp_path:
         "loop-eval-reused-1": {**me(), "start": "1"},  # its pid now names another process (this one)
         "loop-eval-live-1": me(),  # a live eval's copy
         "loop-eval-elsewhere-1": {**dead, "host": "another-machine"},  # a shared TMPDIR: not ours to judge
+        "loop-eval-container-1": {**dead, "pidns": "pid:[1]"},  # another PID namespace's process
         "loop-eval-torn-1": "{not json",
         "loop-eval-unmarked-1": None,  # an older loop's, or one being made right now
         "other-dead-1": dead,  # not a copy's name

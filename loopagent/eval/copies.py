@@ -37,7 +37,8 @@ def run_copy(name: str) -> Iterator[Path]:
 def me() -> dict:
     """This process as an owner file names it."""
     pid = os.getpid()
-    return {"pid": pid, "start": start_time(pid), "boot": boot_id(), "host": socket.gethostname()}
+    return {"pid": pid, "start": start_time(pid), "boot": boot_id(), "host": socket.gethostname(),
+            "pidns": pid_namespace()}
 
 
 def sweep(where: str | None = None) -> list[Path]:
@@ -73,8 +74,8 @@ def gone(owner: dict) -> bool:
     pid = owner.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
-    if owner.get("host") != socket.gethostname():
-        return False
+    if owner.get("host") != socket.gethostname() or owner.get("pidns") != pid_namespace():
+        return False  # a TMPDIR shared with another machine or container: its pids are not ours to look up
     if owner.get("boot") and boot_id() and owner["boot"] != boot_id():
         return True  # made before the machine last started
     if owner.get("start") is not None and os.path.isdir("/proc/self"):
@@ -98,6 +99,13 @@ def start_time(pid: int) -> str | None:
     if not fields or fields[0] in ("Z", "X") or len(fields) < 20:
         return None
     return fields[19]  # field 22 of stat; the split starts at field 3
+
+
+def pid_namespace() -> str | None:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
 
 
 def boot_id() -> str | None:
