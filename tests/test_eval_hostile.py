@@ -72,9 +72,9 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
-def alive(pid: int) -> bool:
-    state = processes().get(pid, (0, "X", ""))[1]
-    return state not in ("Z", "X")
+def any_alive(pids) -> bool:
+    table = processes()
+    return any(table.get(pid, (0, "X", ""))[1] not in ("Z", "X") for pid in pids)
 
 
 def test_a_sigkilled_eval_leaves_no_process_and_the_next_one_removes_its_copy_and_resumes(
@@ -86,17 +86,18 @@ def test_a_sigkilled_eval_leaves_no_process_and_the_next_one_removes_its_copy_an
     tmp.mkdir()
     env = {**clean_env(loop_home), "TMPDIR": str(tmp)}
     argv = [sys.executable, "-m", "loopagent", "eval", str(suite), *where_shells_run()]
-    with FakeServer([tools(("shell", {"command": "sleep 300"}))]) as server, \
+    with FakeServer([tools(("shell", {"command": "touch started; sleep 300"}))]) as server, \
             open(tmp_path / "eval.log", "w") as log:
         proc = subprocess.Popen([*argv, "--base-url", server.url, "--out", str(out)], env=env, stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         tree: dict[int, str] = {}
         try:
-            wait_for(lambda: "sleep" in descendants(proc.pid).values(), 60)  # agent, bwrap, bash, sleep
+            wait_for(lambda: any(tmp.glob("loop-eval-long-*/repo/started")), 60)
+            wait_for(lambda: "sleep" in descendants(proc.pid).values(), 10)  # agent, bwrap, bash, sleep
             tree = descendants(proc.pid)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
-            wait_for(lambda: not any(alive(pid) for pid in tree), 20)
+            wait_for(lambda: not any_alive(tree), 20)
         finally:
             if proc.poll() is None:
                 proc.kill()
