@@ -124,7 +124,7 @@ def test_a_sigkilled_eval_leaves_no_process_and_the_next_one_removes_its_copy_an
 def test_the_sweep_removes_only_copies_whose_maker_is_known_to_be_gone(tmp_path: Path, monkeypatch):
     import tempfile
 
-    from loopagent.eval.copies import OWNER, me, run_copy, sweep
+    from loopagent.eval.copies import OWNER, TAG, me, run_copy, sweep
 
     ended = subprocess.Popen(["true"])
     ended.wait(timeout=10)
@@ -146,7 +146,17 @@ def test_the_sweep_removes_only_copies_whose_maker_is_known_to_be_gone(tmp_path:
     (tmp_path / "elsewhere" / "repo").mkdir(parents=True)  # a link to a dead copy is not followed
     (tmp_path / "elsewhere" / OWNER).write_text(json.dumps(dead))
     (tmp_path / "loop-eval-link-1").symlink_to(tmp_path / "elsewhere")
-    removed = sweep(str(tmp_path))
+    # what a run started outside the sandbox and the parent-death signal (a setup's background job)
+    jobs = {name: subprocess.Popen(["sleep", "60"], env={TAG: str(tmp_path / name)})
+            for name in ("loop-eval-dead-1", "loop-eval-live-1")}
+    try:
+        removed = sweep(str(tmp_path))
+        assert jobs["loop-eval-dead-1"].wait(timeout=10) == -signal.SIGKILL  # its copy's eval is gone
+        assert jobs["loop-eval-live-1"].poll() is None  # a live eval's is left alone
+    finally:
+        for job in jobs.values():
+            job.kill()
+            job.wait(timeout=10)
     assert sorted(p.name for p in removed) == ["loop-eval-dead-1", "loop-eval-reused-1"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         {*owners, "elsewhere", "loop-eval-link-1"} - {"loop-eval-dead-1", "loop-eval-reused-1"})

@@ -1,5 +1,10 @@
 """The temporary directories runs work in, each marked with the process that made it, and the sweep that
-removes those whose maker is gone: a SIGKILLed eval cannot remove its own, and its runs died with it.
+removes those whose maker is gone: a SIGKILLed eval cannot remove its own.
+
+The runs' processes die with the eval (parent-death signal, the sandbox); what they started outside
+both (an unsandboxed setup's or shell call's background job) still carries the copy's path in its
+environment (TAG), and the sweep ends it before removing the copy: a resumed eval must not run a task
+while an old copy of it still runs.
 
 A copy is `$TMPDIR/loop-eval-ID-XXXX/` holding `owner.json` (beside the run's `repo/` and `home/`, out of
 the agent's reach). The maker is named by pid, the pid's start time and the boot, so a reused pid does
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +26,7 @@ from pathlib import Path
 
 PREFIX = "loop-eval-"
 OWNER = "owner.json"
+TAG = "LOOP_EVAL_COPY"  # in the environment of everything a run starts: its copy's path
 _swept: set[str] = set()  # temporary directories this process has swept already
 
 
@@ -54,9 +61,32 @@ def sweep(where: str | None = None) -> list[Path]:
             continue
         owner = _owner(Path(entry.path) / OWNER)
         if owner is not None and gone(owner):
+            end_leftovers(entry.path)
             _remove(entry.path)
             removed.append(Path(entry.path))
     return removed
+
+
+def end_leftovers(copy: str) -> list[int]:
+    """SIGKILL the processes whose environment names `copy` as their run's (Linux); their pids."""
+    needle = f"{TAG}={copy}".encode()
+    found = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle not in f.read().split(b"\0"):
+                    continue
+            os.kill(pid, signal.SIGKILL)
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        found.append(pid)
+    return found
 
 
 def sweep_once() -> list[Path]:
