@@ -225,3 +225,18 @@ def test_a_huge_sparse_file_is_named_not_read_and_long_files_diff_quickly(tmp_pa
     assert "big.txt" not in diff  # unchanged, over the limit: compared by size and time, not read
     assert "--- a/long.txt\n+++ b/long.txt\n" in diff and diff.count("\n+changed\n") == 20000 // 7 + 1
     assert int(peak_kib) < 150 * 1024 and float(seconds) < 10, (peak_kib, seconds)
+
+
+def test_a_run_that_left_too_many_files_gets_a_diff_of_the_first_ones(tmp_path: Path, monkeypatch):
+    from loopagent.eval import tree
+
+    monkeypatch.setattr(tree, "MAX_FILES", 3)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b" / ".git").mkdir(parents=True)
+    (tmp_path / "b" / ".git" / "config").write_text("skipped, and not counted\n")
+    for n in range(6):
+        (tmp_path / "b" / f"f{n}.txt").write_text(f"{n}\n")
+    diff = tree.diff_trees(tmp_path / "a", tmp_path / "b")
+    assert diff.startswith("[more than 3 files: the diff compares the first]\n")
+    assert [line for line in diff.splitlines() if line.startswith("+++")] == ["+++ b/f0.txt", "+++ b/f1.txt",
+                                                                               "+++ b/f2.txt"]

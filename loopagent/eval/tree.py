@@ -16,6 +16,7 @@ from loopagent.tarball import extract
 SKIP = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 MAX_DIFF = 1_000_000  # characters: a run that rewrote a data file should not fill the driver's memory
 MAX_FILE = 1 << 20  # bytes of a file the diff reads; a bigger one is named, not read
+MAX_FILES = 100_000  # files of a tree the diff lists
 SNIFF, BINARY = 8000, b"\0"  # a NUL in a file's first bytes makes it binary, as for git
 DIFFLIB_LINES = 2000  # longer files changed on both sides go to `diff -u` where it exists
 
@@ -37,13 +38,18 @@ def unpack(data: bytes, directory: Path) -> None:
 
 
 def files_of(root: Path) -> dict[str, Path]:
-    """Regular files under root by POSIX relative path, without SKIP directories."""
-    found = {}
-    for path in root.rglob("*"):
-        rel = path.relative_to(root)
-        if SKIP.intersection(rel.parts) or path.is_symlink() or not path.is_file():
-            continue
-        found[rel.as_posix()] = path
+    """Regular files under root by POSIX relative path, without SKIP directories, at most MAX_FILES of them
+    (in name order: a run that left a million files must not hold the driver while they are listed)."""
+    found: dict[str, Path] = {}
+    for top, dirs, files in os.walk(root):  # symlinked directories are listed, not entered
+        dirs[:] = sorted(d for d in dirs if d not in SKIP)
+        for name in sorted(files):
+            path = Path(top, name)
+            if name in SKIP or path.is_symlink() or not path.is_file():
+                continue
+            found[path.relative_to(root).as_posix()] = path
+            if len(found) >= MAX_FILES:
+                return found
     return found
 
 
@@ -53,7 +59,7 @@ def diff_trees(before: Path, after: Path) -> str:
     A file is read up to MAX_FILE bytes: the model may leave a 300 MiB file (a sparse one costs it
     nothing), and the driver's memory must not follow. Reading stops once the diff is past MAX_DIFF."""
     old, new = files_of(before), files_of(after)
-    parts: list[str] = []
+    parts = [f"[more than {MAX_FILES} files: the diff compares the first]\n"] if MAX_FILES in (len(old), len(new)) else []
     size = 0
     for name in sorted(old.keys() | new.keys()):
         part = _file_diff(name, old.get(name), new.get(name))
