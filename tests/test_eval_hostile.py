@@ -240,3 +240,14 @@ def test_a_run_that_left_too_many_files_gets_a_diff_of_the_first_ones(tmp_path: 
     assert diff.startswith("[more than 3 files: the diff compares the first]\n")
     assert [line for line in diff.splitlines() if line.startswith("+++")] == ["+++ b/f0.txt", "+++ b/f1.txt",
                                                                                "+++ b/f2.txt"]
+
+
+def test_the_secrets_re_exec_keeps_a_safe_path_when_started_in_an_installed_checkout(monkeypatch):
+    # `python -m loopagent` run from loop's own checkout puts it first on sys.path; where the package is also
+    # installed from there (editable), the re-exec still gets -P: nothing else of that directory is imported
+    import loopagent
+    from loopagent.secrets import interpreter_options
+
+    checkout = str(Path(loopagent.__file__).resolve().parent.parent)
+    monkeypatch.setattr(sys, "path", [checkout, *sys.path])
+    assert "-P" in interpreter_options()
