@@ -227,10 +227,12 @@ def reexec(args: list[str], hidden: dict[str, str]) -> None:
 
 
 def interpreter_options() -> list[str]:
-    """The interpreter's own options of this run (-X, -W, -I ...), and -P unless the module path is ours.
+    """The interpreter's own options of this run (-X, -W, -I ...), and -P unless only the current directory
+    holds this loopagent (`python -m loopagent` in a checkout that is not installed).
 
-    -P keeps `python -m` from importing a `loopagent/` that sits in the current directory: the
-    console script never looked there, so the re-executed process must not either.
+    -P keeps `python -m` from importing a `loopagent/` or a `bashlex.py` that sits in the current
+    directory (the workspace, maybe the model's): the console script never looked there, so the
+    re-executed process must not either.
     """
     orig = list(getattr(sys, "orig_argv", []))
     opts = orig[1 : len(orig) - len(sys.argv)]
@@ -242,9 +244,29 @@ def interpreter_options() -> list[str]:
             break
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     first = os.path.abspath(sys.path[0]) if sys.path and sys.path[0] else os.getcwd()
-    if first != package_parent and not sys.flags.safe_path:
+    if not sys.flags.safe_path and (first != package_parent or _installed_here(package_parent)):
         opts.append("-P")
     return opts
+
+
+def _installed_here(package_parent: str) -> bool:
+    """Whether `import loopagent` finds this same package without the current directory on sys.path
+    (an editable install run from its checkout): then -P costs nothing and keeps the directory's other
+    modules out."""
+    from importlib.machinery import PathFinder
+
+    mine = os.path.realpath(os.path.join(package_parent, "loopagent"))
+    finders = [lambda: PathFinder.find_spec("loopagent", sys.path[1:])]
+    finders += [lambda f=f: f.find_spec("loopagent", None) for f in sys.meta_path
+                if f is not PathFinder and hasattr(f, "find_spec")]
+    for find in finders:
+        try:
+            spec = find()
+        except Exception:  # a third-party finder's fault is not ours to report: no -P, as before
+            continue
+        if spec is not None:
+            return any(os.path.realpath(p) == mine for p in spec.submodule_search_locations or ())
+    return False
 
 
 def receive() -> bool:

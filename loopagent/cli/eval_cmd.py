@@ -38,8 +38,10 @@ def output_dir(out: Path | None, resume: Path | None, suite: Path, example: bool
     if resume is not None:
         if out is not None and out.resolve() != resume.resolve():
             raise fail("give --out or --resume, not both (--resume DIR writes into DIR)")
-        if not (resume / "results.jsonl").is_file():
-            raise fail(f"--resume {resume}: no results.jsonl there")
+        from loopagent.eval.results import is_eval_dir
+
+        if not is_eval_dir(resume):
+            raise fail(f"--resume {resume}: not an eval's output directory (no results.jsonl or eval.json there)")
         return resume
     if out is not None:
         return out

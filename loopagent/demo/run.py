@@ -12,6 +12,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from loopagent.spawn import die_with_loop, python_argv
+
 VERDICT = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed).*?)(?: in [\d.]+s)?(?: =+)?$", re.M)
 
 
@@ -21,8 +23,8 @@ def sample_tests(workspace: Path) -> tuple[int, str]:
     env.update(PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", PYTHONDONTWRITEBYTECODE="1")
     try:
         run = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-            cwd=workspace, env=env, capture_output=True, text=True, timeout=120,
+            python_argv("-m", "pytest", "-q", "-p", "no:cacheprovider"),  # -P: nothing of the copy shadows pytest
+            cwd=workspace, env=env, capture_output=True, text=True, timeout=120, preexec_fn=die_with_loop(),
         )
     except subprocess.TimeoutExpired:
         return 1, "the sample's tests did not finish within 120 s"
@@ -66,10 +68,10 @@ def replay_run(recording: Path, task: str, workspace: Path, home: Path) -> int:
     # The recorded shell call runs `python -m pytest`: make `python` this interpreter.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = {**os.environ, "LOOP_HOME": str(home), "PATH": path}
-    argv = [sys.executable, "-m", "loopagent", "agent", "-C", str(workspace), "--replay", str(recording),
-            "--approval", "all", "--sandbox", demo_sandbox(path), task]
+    argv = python_argv("-m", "loopagent", "agent", "-C", str(workspace), "--replay", str(recording),
+                       "--approval", "all", "--sandbox", demo_sandbox(path), task)
     try:
-        return subprocess.run(argv, env=env, timeout=600, check=False).returncode
+        return subprocess.run(argv, env=env, timeout=600, check=False, preexec_fn=die_with_loop()).returncode
     except subprocess.TimeoutExpired:
         print("loop demo: the recorded run did not finish within 600 s", file=sys.stderr)
         return 1

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopagent.eval.results import Results
+from loopagent.eval.copies import sweep_once
+from loopagent.eval.results import Results, mark
 from loopagent.eval.suite import Task, digest, load_suite, resumable
 from loopagent.eval.task import RunSpec
 from loopagent.eval.tree import pack
@@ -88,6 +89,10 @@ def run_eval(opts: EvalOptions, console) -> int:
     results = Results(opts.out)
     resumable(opts.suite, results.path, tasks, results.lines)
     digests = {task.id: digest(task) for task in tasks}
+    mark(opts.out, opts.suite, digests)
+    if not opts.dask and (left := sweep_once()):
+        console.print(f"loop eval: removed {len(left)} temporary {'copy' if len(left) == 1 else 'copies'} "
+                      "a killed eval left behind", markup=False, highlight=False, soft_wrap=True)
     specs = build_specs(tasks, opts, results.done, user_config())
     total = len(tasks) * opts.repeat
     where = f"dask {opts.dask}" if opts.dask else f"{opts.jobs} at a time"

@@ -1,7 +1,10 @@
 """The processes a run starts (setup, agent, check), bounded in time and stoppable all at once.
 
 Every child gets its own session so a timeout or a stop reaches its whole tree. The agent is asked
-first (SIGTERM: it cancels its tools and ends its session file cleanly), then killed.
+first (SIGTERM: it cancels its tools and ends its session file cleanly), then killed. Every child also
+gets the parent-death signal, so a SIGKILLed eval leaves no agent running unattended: the signal
+follows the thread that forked, and each run's thread waits for its children and kills their groups
+before it returns, so it outlives them.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import subprocess
 import threading
 from collections import deque
 from pathlib import Path
+
+from loopagent.spawn import die_with_loop
 
 KILL_AFTER = 5.0  # seconds a stopped child gets before SIGKILL
 KEEP = 64 * 1024  # bytes of a setup's or check's output kept: its end (a check may print gigabytes of logs)
@@ -36,7 +41,8 @@ class Children:
             # the agent's JSON lines are read whole as text; a shell command's bytes go through a Tail
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE if separate else subprocess.STDOUT,
-                                    text=separate, errors="replace" if separate else None, start_new_session=True)
+                                    text=separate, errors="replace" if separate else None, start_new_session=True,
+                                    preexec_fn=die_with_loop())
             self.live[proc] = polite
             return proc
 

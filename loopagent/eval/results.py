@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 RESULTS = "results.jsonl"
+MANIFEST = "eval.json"  # written before the first run starts: a crash before any result can still be resumed
 ORDER = ("id", "attempt", "status", "exit_code", "steps", "usage", "duration_s", "verified", "check_exit_code",
          "check_output", "session")  # DESIGN.md's keys first, then the extras (agent_s, message, cost_usd)
 
@@ -42,6 +43,24 @@ class Results:
         self.lines.append(line)
         self.done.add((line["id"], line["attempt"]))
         return line
+
+
+def mark(directory: Path, suite: Path, digests: dict[str, str]) -> None:
+    """Write the eval's manifest into `directory` once (what suite, when), whole or not at all."""
+    path = directory / MANIFEST
+    if path.is_file():
+        return
+    import time
+
+    part = directory / f".{MANIFEST}.part"
+    part.write_text(json.dumps({"suite": str(suite.resolve()), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                "tasks": digests}, indent=1) + "\n", encoding="utf-8")
+    part.replace(path)
+
+
+def is_eval_dir(directory: Path) -> bool:
+    """Whether `directory` is an eval's output: results, or at least the manifest of one that crashed early."""
+    return (directory / RESULTS).is_file() or (directory / MANIFEST).is_file()
 
 
 def _drop_torn_tail(path: Path) -> None:

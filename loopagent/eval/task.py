@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from loopagent.eval.copies import TAG, run_copy, sweep_once
 from loopagent.eval.process import Stopped, run_bounded
 from loopagent.eval.tree import diff_trees, pack, unpack
+from loopagent.spawn import python_argv
 
 GRACE = 30.0  # seconds past the task's own --timeout before the harness kills the agent itself
 TAIL = 2000  # characters of check output kept in the result line
@@ -49,8 +50,8 @@ def run_task(spec: RunSpec) -> dict:
     """Carry out one run; {"line": result line, "session": bytes or None, "diff": str}. Raises only for
     harness failures (cannot unpack, cannot start a process) and `Stopped`."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix=f"loop-eval-{_safe(spec.id)}-") as tmp:
-        root = Path(tmp)
+    sweep_once()  # on a Dask worker: copies a killed worker left on this machine
+    with run_copy(_safe(spec.id)) as root:
         repo, home = root / "repo", root / "home"
         unpack(spec.repo, repo)
         home.mkdir()
@@ -59,7 +60,7 @@ def run_task(spec: RunSpec) -> dict:
         path = interpreter_path()
         line: dict = {"id": spec.id, "attempt": spec.attempt}
         if spec.setup:
-            code, out = run_bounded(["bash", "-c", spec.setup], repo, _scrubbed(path), spec.check_timeout)
+            code, out = run_bounded(["bash", "-c", spec.setup], repo, _scrubbed(path, root), spec.check_timeout)
             if code != 0:
                 line.update(_failed_setup(code, out))
                 return _finish(line, started, None, "")
@@ -73,7 +74,8 @@ def run_task(spec: RunSpec) -> dict:
 
 
 def _agent(spec: RunSpec, root: Path, repo: Path, home: Path, path: str) -> dict:
-    argv = [sys.executable, "-m", "loopagent", "agent", "--json", "-C", str(repo), *spec.agent_args]
+    # -P: the agent starts in the copy, where a model-written `bashlex.py` must not shadow loop's own imports
+    argv = python_argv("-m", "loopagent", "agent", "--json", "-C", str(repo), *spec.agent_args)
     if spec.max_steps is not None:
         argv += ["--max-steps", str(spec.max_steps)]
     if spec.timeout is not None:
@@ -81,7 +83,7 @@ def _agent(spec: RunSpec, root: Path, repo: Path, home: Path, path: str) -> dict
     if spec.replay is not None:
         (root / "turns.json").write_bytes(spec.replay)
         argv += ["--replay", str(root / "turns.json")]
-    env = {**os.environ, **spec.environ, "LOOP_HOME": str(home), "PATH": path}
+    env = {**os.environ, **spec.environ, "LOOP_HOME": str(home), "PATH": path, TAG: str(root)}
     bound = spec.timeout + GRACE if spec.timeout is not None else None
     began = time.monotonic()
     code, out, err, killed = run_bounded([*argv, "--", spec.prompt], repo, env, bound, polite=True, separate=True)
@@ -111,7 +113,7 @@ def _check(spec: RunSpec, repo: Path, path: str) -> tuple[int | None, str]:
     from loopagent.config import loop_home
     from loopagent.sandbox.executor import walled_argv
 
-    env = _scrubbed(path)
+    env = _scrubbed(path, repo.parent)
     # the user's $LOOP_HOME is hidden inside, as for the agent's shell calls
     argv, cleanup, unwalled = walled_argv(spec.check_sandbox, repo, ["bash", "-c", spec.check],
                                           {**env, "LOOP_HOME": str(loop_home())})
@@ -141,10 +143,11 @@ def _finish(line: dict, started: float, session: bytes | None, diff: str) -> dic
     return {"line": line, "session": session, "diff": diff}
 
 
-def _scrubbed(path: str) -> dict[str, str]:
+def _scrubbed(path: str, root: Path) -> dict[str, str]:
     """The check's and setup's environment: no keys, no LOOP_* settings, this interpreter first on PATH."""
     env = {k: v for k, v in os.environ.items() if k in SCRUBBED}
     env.update(PATH=path, PYTHONDONTWRITEBYTECODE="1")
+    env[TAG] = str(root)
     return env
 
 
