@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from loopagent.config import Config, Settings, load_config, loop_home
 from loopagent.errors import ConfigError, UsageError
-from loopagent.events import Listener
+from loopagent.events import Listener, Notice
 from loopagent.render.safe import printable
 from loopagent.secrets import Redactor, environment, known_secrets, scrubbed_env
 
@@ -267,6 +267,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
         context=ContextWindow(settings.ctx_size, settings.max_tokens),
         price=pricer(settings.prices, settings.model), hooks=hooks,
     )
+    agent.tools.warn = lambda text: agent.emit(Notice("warning", text))  # the shell's tripwire
     agent.listeners.insert(0, hooks.observe)  # learns the session id the hooks' JSON carries
     agent.check = check_for(settings, agent.tools, agent.check)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,

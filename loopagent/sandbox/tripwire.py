@@ -1,0 +1,330 @@
+"""The tripwire: git metadata a shell command changed that would make git run a program, put back.
+
+The sandbox's walls keep the workspace's own `.git/config` and hooks read-only, but a command may
+still write what git reads later, outside the sandbox: a nested repository whose config runs a
+program (the user's `git status` recurses into it once it is added as a submodule), a `.git`
+file or `commondir` pointing somewhere else, garbage in `.git/HEAD` so that git falls back to a
+bare repository planted at the workspace root. So loop takes a cheap snapshot of the git metadata
+in the workspace before each command (`snapshot`) and compares it after (`put_back`):
+
+- a `.git` file or link that is new and points outside the workspace, or that changed: put back
+  (restored, or moved aside to `NAME.loop-tripwire`, a name git never reads);
+- a repository's `HEAD` that was a ref or an object id and no longer is: restored;
+- a `commondir` that appeared or changed in a repository that was there before: put back;
+- a config (a repository's `config` and `config.worktree`, the files their includes name, a
+  global config that lies in the workspace) that gained an entry that runs a program: an existing
+  one gets its previous bytes back; a new one loses those entries (gitconfig.py); one that cannot
+  be read as git reads it is moved aside;
+- a new hook (not a `.sample`) in any repository: moved aside;
+- a new bare-repository shape (HEAD, objects/, refs/) at the workspace root: its HEAD moved aside.
+
+Repositories the command made for its own reasons (a test fixture's `git init`, `git init
+--bare remote.git`, `git worktree add`, `git submodule add`) keep working: they carry no such
+entry. The walk is bounded (depth, directory count, dependency and cache directories skipped):
+a repository deeper than that is not watched (README "The tripwire" says so).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from loopagent.sandbox.gitconfig import includes, running, without_running
+
+MAX_DEPTH = 8  # directories below the workspace root the walk goes
+MAX_DIRS = 5_000  # directories it lists at most
+SKIP = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
+                  ".pytest_cache", ".ruff_cache", "site-packages"})
+# Inside a git dir: what holds no other repository and may be large.
+GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "hooks", "info", "rr-cache"})
+ASIDE = ".loop-tripwire"  # what is moved aside gets this suffix: git reads no file of that name
+READ_LIMIT = 1 << 20  # bytes of a file kept; a config larger than this is in doubt
+VALID_HEAD = re.compile(rb"(ref: refs/\S+|[0-9a-f]{40}|[0-9a-f]{64})\s*")
+LINK = b"\0link\0"  # prefixes the target of a symbolic link among file contents
+
+
+@dataclass
+class Repo:
+    head: bytes | None
+    commondir: bytes | None
+    hooks: frozenset[tuple[str, int, int]]  # (name, size, mtime_ns) of each hook that is not a sample
+
+
+@dataclass
+class Snapshot:
+    """Workspace-relative paths ("" is the root) to what the tripwire compares."""
+
+    root: str
+    repos: dict[str, Repo] = field(default_factory=dict)  # git dirs (a `.git` dir, a bare shape)
+    gitfiles: dict[str, bytes] = field(default_factory=dict)  # `.git` files and links: their contents
+    configs: dict[str, bytes] = field(default_factory=dict)  # config files git would read
+    truncated: bool = False  # the walk stopped at MAX_DIRS
+
+
+def snapshot(root: str) -> Snapshot:
+    """The git metadata in the workspace at `root` now."""
+    snap = Snapshot(os.path.realpath(root))
+    walk(snap)
+    for rel in list(snap.gitfiles):
+        target = inside(snap.root, pointed(snap.root, rel, snap.gitfiles[rel]))
+        if target is not None and target not in snap.repos and is_git_dir(os.path.join(snap.root, target)):
+            record_repo(snap, target)
+    for rel in list(snap.repos):
+        common = snap.repos[rel].commondir
+        target = inside(snap.root, pointed(snap.root, rel + "/commondir", common)) if common else None
+        if target is not None and target not in snap.repos:
+            record_configs(snap, target)
+    for path in global_configs():
+        rel = inside(snap.root, path)
+        if rel is not None:
+            record_config(snap, rel)
+    return snap
+
+
+def walk(snap: Snapshot) -> None:
+    stack, listed = [("", 0)], 0
+    while stack:
+        rel, depth = stack.pop()
+        if listed >= MAX_DIRS:
+            snap.truncated = True
+            return
+        listed += 1
+        try:
+            with os.scandir(os.path.join(snap.root, rel)) as it:
+                entries = {e.name: e for e in it}
+        except OSError:
+            continue
+        git_dir = "HEAD" in entries and shaped(entries)
+        if git_dir:
+            record_repo(snap, rel)
+        for name, entry in entries.items():
+            child = f"{rel}/{name}" if rel else name
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if name == ".git" and not is_dir:
+                snap.gitfiles[child] = read(entry.path)
+            elif is_dir and depth < MAX_DEPTH and name not in SKIP and not (git_dir and name in GIT_BULK):
+                stack.append((child, depth + 1))
+
+
+def shaped(entries: dict[str, os.DirEntry]) -> bool:
+    """A HEAD beside objects/ and refs/ (or a commondir that holds them): what git takes for a git dir."""
+    if "commondir" in entries:
+        return True
+    objects, refs = entries.get("objects"), entries.get("refs")
+    return bool(objects and refs and objects.is_dir() and refs.is_dir())
+
+
+def is_git_dir(path: str) -> bool:
+    try:
+        with os.scandir(path) as it:
+            entries = {e.name: e for e in it}
+    except OSError:
+        return False
+    return "HEAD" in entries and shaped(entries)
+
+
+def record_repo(snap: Snapshot, rel: str) -> None:
+    path = os.path.join(snap.root, rel)
+    common = os.path.join(path, "commondir")
+    snap.repos[rel] = Repo(read(os.path.join(path, "HEAD")),
+                           read(common) if os.path.lexists(common) else None, hooks(path))
+    record_configs(snap, rel)
+
+
+def record_configs(snap: Snapshot, rel: str) -> None:
+    for name in ("config", "config.worktree"):
+        record_config(snap, f"{rel}/{name}" if rel else name)
+
+
+def record_config(snap: Snapshot, rel: str, depth: int = 0) -> None:
+    """A config file's bytes, and those of the workspace files its includes name (git follows 10 deep)."""
+    path = os.path.join(snap.root, rel)
+    if rel in snap.configs or not os.path.lexists(path):
+        return
+    data = snap.configs[rel] = read(path)
+    if depth >= 10 or data.startswith(LINK):
+        return
+    for name in includes(data):
+        target = inside(snap.root, os.path.join(os.path.dirname(path), os.path.expanduser(name)))
+        if target is not None:
+            record_config(snap, target, depth + 1)
+
+
+def hooks(git_dir: str) -> frozenset[tuple[str, int, int]]:
+    try:
+        with os.scandir(os.path.join(git_dir, "hooks")) as it:
+            return frozenset((e.name, st.st_size, st.st_mtime_ns) for e in it
+                             if not e.name.endswith((".sample", ASIDE)) and (st := e.stat(follow_symlinks=False)))
+    except OSError:
+        return frozenset()
+
+
+def read(path: str) -> bytes:
+    """A file's first bytes, or LINK + the target of a symbolic link (never followed); b"" if unreadable."""
+    try:
+        if os.path.islink(path):
+            return LINK + os.fsencode(os.readlink(path))
+        with open(path, "rb") as f:
+            return f.read(READ_LIMIT + 1)
+    except OSError:
+        return b""
+
+
+def pointed(root: str, rel: str, data: bytes | None) -> str | None:
+    """The absolute path a `.git` file (`gitdir: X`), link or `commondir` file at `rel` points to."""
+    if not data:
+        return None
+    if data.startswith(LINK):
+        target = data[len(LINK):]
+    elif rel.endswith("commondir"):
+        target = data.strip()
+    else:
+        if not data.startswith(b"gitdir:"):
+            return None
+        target = data[len(b"gitdir:"):].strip()
+    base = os.path.dirname(os.path.join(root, rel))
+    return os.path.realpath(os.path.join(base, os.fsdecode(target)))
+
+
+def inside(root: str, path: str | None) -> str | None:
+    """`path` relative to `root` when it lies inside (after links), else None."""
+    if path is None:
+        return None
+    real = os.path.realpath(path)
+    if real == root:
+        return ""
+    return real[len(root) + 1:] if real.startswith(root + os.sep) else None
+
+
+def global_configs() -> list[str]:
+    """The user's own git configs, watched only when the workspace holds them (a workspace at ~)."""
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    return [p for p in (home and os.path.join(home, ".gitconfig"), xdg and os.path.join(xdg, "git", "config")) if p]
+
+
+def valid_head(data: bytes | None) -> bool:
+    return bool(data) and VALID_HEAD.fullmatch(data) is not None
+
+
+def put_back(before: Snapshot) -> list[str]:
+    """Compare the workspace with `before`, put back what must not change; what was done, one phrase each."""
+    after = snapshot(before.root)
+    fix = Restorer(before.root)
+    for rel, data in after.gitfiles.items():
+        old = before.gitfiles.get(rel)
+        if data == old:
+            continue
+        if old is not None:
+            fix.restore(rel, old, "a changed `.git` file")
+        elif inside(after.root, pointed(after.root, rel, data)) is None:
+            fix.aside(rel, "a new `.git` file pointing outside the workspace")
+    for rel, repo in after.repos.items():
+        check_repo(fix, rel, repo, before.repos.get(rel))
+    for rel, data in after.configs.items():
+        check_config(fix, rel, data, before.configs.get(rel))
+    return fix.done
+
+
+def check_repo(fix, rel: str, repo: Repo, old: Repo | None) -> None:
+    where = f"{rel}/" if rel else ""
+    if old is not None and valid_head(old.head) and not valid_head(repo.head):
+        fix.restore(where + "HEAD", old.head or b"", "a broken HEAD")
+    if old is not None and repo.commondir != old.commondir:
+        if old.commondir is None:
+            fix.aside(where + "commondir", "a new `commondir`")
+        else:
+            fix.restore(where + "commondir", old.commondir, "a changed `commondir`")
+    elif old is None and repo.commondir is not None and inside(fix.root, pointed(fix.root, where + "commondir",
+                                                                                  repo.commondir)) is None:
+        fix.aside(where + "commondir", "a `commondir` pointing outside the workspace")
+    for name, *_ in sorted(repo.hooks - (old.hooks if old else frozenset())):
+        fix.aside(f"{where}hooks/{name}", "a new hook")
+    if rel == "" and (old is None or not valid_head(old.head)) and valid_head(repo.head):
+        fix.aside("HEAD", "a new bare repository at the workspace root")
+
+
+def check_config(fix, rel: str, data: bytes, old: bytes | None) -> None:
+    if data == old:
+        return
+    now = running(data) if not data.startswith(LINK) and len(data) <= READ_LIMIT else None
+    then = running(old) if old is not None and not old.startswith(LINK) else frozenset()
+    if now is not None and (not now or now <= (then or frozenset())):
+        return  # nothing that runs a program was added
+    if old is not None and len(old) <= READ_LIMIT:
+        names = ", ".join(sorted({f"{s}.{k}" for s, _, k, _ in now - (then or frozenset())})) if now else ""
+        fix.restore(rel, old, f"a config that gained {names or 'entries git may run'}")
+    elif now is None:
+        fix.aside(rel, "a config that cannot be read as git reads it")
+    else:
+        cleaned, cut = without_running(data)
+        fix.rewrite(rel, cleaned, data, f"a new config's {', '.join(cut)}")
+
+
+def note(done: list[str]) -> str:
+    """The one line a call's result and the user's warning carry; "" when nothing was put back."""
+    if not done:
+        return ""
+    return ("tripwire: the command changed git metadata that would make git run a program outside the "
+            "sandbox; loop put it back: " + "; ".join(done))
+
+
+class Restorer:
+    """Writes and renames inside the workspace, never through a link: the command that could have
+    swapped one in has ended (its processes are killed before the tripwire runs)."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.done: list[str] = []
+
+    def path(self, rel: str) -> str:
+        path = os.path.join(self.root, rel)
+        parent = os.path.dirname(path)
+        if os.path.realpath(parent) != os.path.normpath(parent):
+            raise OSError(f"{os.path.dirname(rel)} is reached through a link")
+        return path
+
+    def restore(self, rel: str, data: bytes, why: str) -> None:
+        self.attempt(why, rel, "restored", lambda: self.write(rel, data))
+
+    def aside(self, rel: str, why: str) -> None:
+        self.attempt(why, rel, f"moved aside to {rel}{ASIDE}", lambda: self.move_aside(rel))
+
+    def rewrite(self, rel: str, data: bytes, original: bytes, why: str) -> None:
+        def both() -> None:
+            self.write(rel + ASIDE, original)
+            self.write(rel, data)
+        self.attempt(why, rel, f"removed (the file as written is {rel}{ASIDE})", both)
+
+    def attempt(self, why: str, rel: str, outcome: str, action) -> None:
+        try:
+            action()
+        except OSError as exc:
+            self.done.append(f"{why} ({rel}) could not be put back: {exc.strerror or exc}")
+        else:
+            self.done.append(f"{why} ({rel}) {outcome}")
+
+    def move_aside(self, rel: str) -> None:
+        path = self.path(rel)
+        if os.path.isdir(path + ASIDE) and not os.path.islink(path + ASIDE):
+            import shutil
+
+            shutil.rmtree(path + ASIDE)
+        os.replace(path, path + ASIDE)
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Replace the file at `rel` by `data` (a link when `data` is one), atomically."""
+        path = self.path(rel)
+        if os.path.isdir(path) and not os.path.islink(path):
+            self.move_aside(rel)  # a directory where a file was: out of the way first
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}{ASIDE}-tmp")
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        if data.startswith(LINK):
+            os.symlink(data[len(LINK):], tmp)
+        else:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        os.replace(tmp, path)
