@@ -1,0 +1,191 @@
+"""The tripwire by value, in-process: planted git states (made with real git and bash, no sandbox)
+and what `put_back` restores and reports; and the config reader against git's own reading."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from loopagent.sandbox.gitconfig import Doubt, parse, running, without_running
+from loopagent.sandbox.tripwire import ASIDE, note, put_back, snapshot
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b",
+           "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+
+
+def sh(ws: Path, script: str) -> None:
+    env = {**os.environ, **GIT_ENV, "HOME": str(ws.parent / "home")}
+    proc = subprocess.run(["bash", "-ec", script], cwd=ws, env=env, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+
+
+def git(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **GIT_ENV, "HOME": str(ws.parent / "home")}
+    return subprocess.run(["git", *args], cwd=ws, env=env, capture_output=True, text=True, timeout=30)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "home").mkdir()
+    sh(ws, "git init -q -b main . && echo a > a && git add a && git commit -qm a")
+    return ws
+
+
+PLANT_SUB = "git init -q sub && git -C sub config user.name fixture && git -C sub commit -q --allow-empty -m x"
+
+# (what is planted before the snapshot, what the command plants, phrases the report must hold)
+CASES = {
+    "nested repository gains core.fsmonitor": (
+        "", PLANT_SUB + " && git add sub && git -C sub config core.fsmonitor 'touch /tmp/m; false'",
+        ["core.fsmonitor (sub/.git/config) removed"]),
+    "existing nested config gains core.pager": (
+        PLANT_SUB, "git -C sub config core.pager 'touch /tmp/m; cat'", ["gained core.pager (sub/.git/config) restored"]),
+    "garbage HEAD and a bare shape at the root": (
+        "", "printf garbage > .git/HEAD; mkdir objects refs; echo 'ref: refs/heads/main' > HEAD;"
+            "printf '[log]\\n\\tshowSignature = true\\n[gpg]\\n\\tprogram = /tmp/x\\n' > config",
+        ["a broken HEAD (.git/HEAD) restored", "a new bare repository at the workspace root (HEAD) moved aside",
+         "gpg.program, log.showsignature (config) removed"]),
+    "new .git file pointing outside": (
+        "", "mkdir d && echo 'gitdir: /etc' > d/.git", ["a new `.git` file pointing outside the workspace (d/.git)"]),
+    "new .git link pointing outside": (
+        "", "mkdir d && ln -s /usr d/.git", ["(d/.git) moved aside to d/.git.loop-tripwire"]),
+    "changed .git file": (
+        "git worktree add -q wt", "echo 'gitdir: /etc' > wt/.git", ["a changed `.git` file (wt/.git) restored"]),
+    "new commondir in the workspace's repository": (
+        "", "mkdir -p ../elsewhere && echo ../../elsewhere > .git/commondir", ["a new `commondir` (.git/commondir)"]),
+    "new hook in a nested repository": (
+        PLANT_SUB, "printf '#!/bin/sh\\ntouch /tmp/m\\n' > sub/.git/hooks/pre-commit", ["a new hook (sub/.git/hooks/pre-commit)"]),
+    "an include added to a new config": (
+        "", "git init -q --bare r.git && printf '[include]\\n\\tpath = ../evil\\n' >> r.git/config",
+        ["include.path (r.git/config) removed"]),
+    "a file the workspace's config includes gains an alias": (
+        "git config include.path ../shared.gitconfig && printf '[user]\\n\\tname = a\\n' > shared.gitconfig",
+        "printf '[alias]\\n\\tst = !touch /tmp/m\\n' >> shared.gitconfig", ["gained alias.st (shared.gitconfig) restored"]),
+    "a config git cannot read": (
+        "", "git init -q x && printf '[core\\n' >> x/.git/config", ["(x/.git/config) moved aside"]),
+    "a config replaced by a link": (
+        PLANT_SUB, "cp sub/.git/config c2 && ln -sf ../../c2 sub/.git/config", ["(sub/.git/config) restored"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_planted_state_is_put_back_and_reported(ws: Path, case: str):
+    setup, plant, phrases = CASES[case]
+    if setup:
+        sh(ws, setup)
+    before = snapshot(str(ws))
+    sh(ws, plant)
+    done = put_back(before)
+    line = note(done)
+    for phrase in phrases:
+        assert phrase in line, line
+    assert line.startswith("tripwire:") and "\n" not in line
+    assert put_back(snapshot(str(ws))) == []  # what was put back stays put back
+    status = git(ws, "status", "--porcelain")
+    assert status.returncode == 0 and git(ws, "rev-parse", "--git-dir").stdout.strip() == ".git", status.stderr
+
+
+def test_what_was_put_back_is_exact(ws: Path):
+    sh(ws, PLANT_SUB)
+    config = (ws / "sub/.git/config").read_bytes()
+    before = snapshot(str(ws))
+    sh(ws, "git -C sub config core.fsmonitor x; printf garbage > .git/HEAD; git init -q n;"
+           "git -C n config user.email f@x; git -C n config filter.lfs.clean 'sh -c x'")
+    put_back(before)
+    assert (ws / "sub/.git/config").read_bytes() == config  # the previous bytes, not a rewrite
+    assert (ws / ".git/HEAD").read_text() == "ref: refs/heads/main\n"
+    assert git(ws / "n", "config", "user.email").stdout == "f@x\n"  # the fixture keeps what it needs ...
+    assert git(ws / "n", "config", "--get-regexp", "filter").returncode == 1  # ... and loses what runs
+    assert b"filter" in (ws / f"n/.git/config{ASIDE}").read_bytes()  # the file as written, for the user
+
+
+LEGITIMATE = {
+    "a test fixture repository": "git init -q fx && git -C fx config user.name t && git -C fx commit -q --allow-empty -m x",
+    "a bare remote and a push": "git init -q --bare remote.git && git push -q ./remote.git main",
+    "a worktree": "git worktree add -q wt2",
+    "a commit and a branch switch": "echo b > b && git add b && git commit -qm b && git checkout -q -b topic",
+    "a symlink loop": "ln -s .. up && mkdir -p deep && ln -s ../deep deep/self",
+    "a harmless config change": "git init -q fx && git -C fx config user.email x@y",
+}
+
+
+@pytest.mark.parametrize("case", list(LEGITIMATE))
+def test_legitimate_work_is_left_alone(ws: Path, case: str):
+    before = snapshot(str(ws))
+    sh(ws, LEGITIMATE[case])
+    assert put_back(before) == []
+    assert not list(ws.rglob(f"*{ASIDE}"))
+
+
+def test_nothing_is_written_through_a_link_the_command_swapped_in(ws: Path, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "config").write_text("canary\n")
+    sh(ws, PLANT_SUB)
+    before = snapshot(str(ws))
+    sh(ws, f"mv sub/.git sub/real && ln -s {outside} sub/.git")
+    line = note(put_back(before))
+    assert "(sub/.git) moved aside" in line
+    assert (outside / "config").read_text() == "canary\n"  # never restored through the link
+
+
+def test_a_workspace_without_a_repository_given_a_bare_shape(tmp_path: Path):
+    ws = tmp_path / "bare"
+    ws.mkdir()
+    before = snapshot(str(ws))
+    sh(ws, "mkdir objects refs && echo 'ref: refs/heads/main' > HEAD && printf '[core]\\nfsmonitor=x\\n' > config")
+    assert "a new bare repository at the workspace root (HEAD) moved aside" in note(put_back(before))
+    assert not (ws / "HEAD").exists()
+
+
+# --- the config reader: what it finds must be what git finds ---
+
+TRICKY = {
+    "[CORE]\n\tFsMonitor = x\n": {"core.fsmonitor"},
+    "[core] fsmonitor = x\n": {"core.fsmonitor"},  # a key on the header's line
+    "[diff \"Py\"]\n\ttextconv = cat\n": {"diff.Py.textconv"},
+    "[Alias.Co]\n\tx = !sh\n": {"alias.co.x"},  # the old form: subsection lower-cased
+    "[user]\n\tname = \"a\\\n\"\n[gpg]\n\tprogram = g\n": {"gpg.program"},  # a continuation inside quotes
+    "[core]\r\n\tpager = \"less ; x\" # c\r\n": {"core.pager"},
+    "\xef\xbb\xbf[core]\n\teditor\n": {"core.editor"},  # BOM; a key without a value
+    "# [core]\n; fsmonitor = x\n[user]\n\tname = \"# not a comment\"\n": set(),
+    "[submodule \"s\"]\n\tupdate = !touch m\n[submodule \"t\"]\n\tupdate = rebase\n": {"submodule.s.update"},
+    "[remote \"o\"]\n\turl = x\n\tuploadpack = touch m\n": {"remote.o.uploadpack"},
+}
+
+
+@pytest.mark.parametrize("text", list(TRICKY))
+def test_config_reader_finds_what_git_finds(tmp_path: Path, text: str):
+    data = text.encode("latin-1")
+    found = {e.shown() for e in parse(data) if e.runs_program()}
+    assert found == TRICKY[text]
+    (tmp_path / "c").write_bytes(data)
+    listed = subprocess.run(["git", "config", "--file", str(tmp_path / "c"), "--list", "--name-only"],
+                            capture_output=True, text=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr  # git reads the same file
+    keys = {e.shown().lower() for e in parse(data)}
+    assert keys == {k.lower() for k in listed.stdout.split()}  # the same entries, no more, no fewer
+    cleaned, cut = without_running(data)
+    assert sorted(cut) == sorted(TRICKY[text]) and running(cleaned) == frozenset()
+    (tmp_path / "c").write_bytes(cleaned)
+    kept = subprocess.run(["git", "config", "--file", str(tmp_path / "c"), "--list", "--name-only"],
+                          capture_output=True, text=True, timeout=30)
+    assert kept.returncode == 0 and {k.lower() for k in kept.stdout.split()} == keys - {k.lower() for k in cut}
+
+
+@pytest.mark.parametrize("text", ["[core\n", "[core]\n\tx = \"open\n", "[core]\n\tx = a\\q\n", "[core]\n\tx y\n",
+                                  "[c \"s]\n", "[core]\0\n", "fsmonitor = x\n"])
+def test_config_git_would_refuse_is_in_doubt(tmp_path: Path, text: str):
+    with pytest.raises(Doubt):
+        parse(text.encode())
+    assert running(text.encode()) is None
+    (tmp_path / "c").write_bytes(text.encode())
+    listed = subprocess.run(["git", "config", "--file", str(tmp_path / "c"), "--list"], capture_output=True,
+                            timeout=30)
+    # git refuses each but a key before any section, which it lists without a section: in doubt all the same
+    assert (listed.returncode != 0) == (text != "fsmonitor = x\n")
