@@ -189,3 +189,19 @@ def test_config_git_would_refuse_is_in_doubt(tmp_path: Path, text: str):
                             timeout=30)
     # git refuses each but a key before any section, which it lists without a section: in doubt all the same
     assert (listed.returncode != 0) == (text != "fsmonitor = x\n")
+
+
+def test_bang_commands_trip_it_too(ws: Path):
+    """`!cmd` runs through the shell tool's execute(): the user is warned, the model's note says it."""
+    from loopagent.cli.bang import run_command
+    from loopagent.tools.base import ToolContext
+    from loopagent.tools.workspace import Workspace
+
+    warned: list[str] = []
+    shown: list[str] = []
+    ctx = ToolContext(Workspace(ws), env={**os.environ, **GIT_ENV}, warn=warned.append)
+    outcome, output = run_command("printf garbage > .git/HEAD; echo done", ctx, shown.append)
+    assert outcome == "exit code 0" and shown == ["done"]
+    assert len(warned) == 1 and "a broken HEAD (.git/HEAD) restored" in warned[0]
+    assert output == f"done\n{warned[0]}\n"
+    assert (ws / ".git/HEAD").read_text() == "ref: refs/heads/main\n"
