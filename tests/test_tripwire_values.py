@@ -59,7 +59,13 @@ CASES = {
     "new commondir in the workspace's repository": (
         "", "mkdir -p ../elsewhere && echo ../../elsewhere > .git/commondir", ["a new `commondir` (.git/commondir)"]),
     "new hook in a nested repository": (
-        PLANT_SUB, "printf '#!/bin/sh\\ntouch /tmp/m\\n' > sub/.git/hooks/pre-commit", ["a new hook (sub/.git/hooks/pre-commit)"]),
+        PLANT_SUB, "printf '#!/bin/sh\\ntouch /tmp/m\\n' > sub/.git/hooks/pre-commit", ["a new or changed hook (sub/.git/hooks/pre-commit)"]),
+    "a hook rewritten in place": (
+        PLANT_SUB + " && printf '#!/bin/sh\\n' > sub/.git/hooks/post-commit && touch -d 2020-01-01 sub/.git/hooks/post-commit",
+        "echo 'touch /tmp/m' >> sub/.git/hooks/post-commit && touch -d 2020-01-01 sub/.git/hooks/post-commit",
+        ["a new or changed hook (sub/.git/hooks/post-commit) moved aside"]),
+    "a config that is a FIFO": (
+        "", "git init -q f && rm f/.git/config && mkfifo f/.git/config", ["(f/.git/config) moved aside"]),
     "an include added to a new config": (
         "", "git init -q --bare r.git && printf '[include]\\n\\tpath = ../evil\\n' >> r.git/config",
         ["include.path (r.git/config) removed"]),
@@ -205,3 +211,23 @@ def test_bang_commands_trip_it_too(ws: Path):
     assert len(warned) == 1 and "a broken HEAD (.git/HEAD) restored" in warned[0]
     assert output == f"done\n{warned[0]}\n"
     assert (ws / ".git/HEAD").read_text() == "ref: refs/heads/main\n"
+
+
+def test_the_walks_cache_is_not_fooled_by_a_directory_mtime_set_back(ws: Path, tmp_path: Path, monkeypatch):
+    """Listings are kept while a directory's ctime stays (a command can set mtime back, never ctime)."""
+    from loopagent.sandbox import tripwire
+    from tests.conftest import wait_for
+
+    monkeypatch.setattr(tripwire, "LISTINGS", {})
+    monkeypatch.setattr(tripwire, "RACY_NS", -(10**12))  # keep every listing, however recent
+    deep = ws / "deep"
+    deep.mkdir()
+    before = snapshot(str(ws))
+    assert str(deep) in tripwire.LISTINGS
+    seen = deep.stat()
+    probe = tmp_path / "probe"  # the file system's clock has moved past the listing's ctime
+    wait_for(lambda: (probe.write_text("x"), probe.stat().st_ctime_ns > seen.st_ctime_ns)[1], timeout=5)
+    sh(ws, "echo 'gitdir: /etc' > deep/.git")
+    os.utime(deep, ns=(seen.st_atime_ns, seen.st_mtime_ns))  # as `touch -d` in the command would
+    assert deep.stat().st_mtime_ns == seen.st_mtime_ns
+    assert "(deep/.git) moved aside" in note(put_back(before))

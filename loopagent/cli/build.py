@@ -260,14 +260,13 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
         tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                          executor=sandbox.executor, may_read=policy.may_read,
-                          explicitly_allows=policy.explicitly_allows),
+                          executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows,
+                          warn=lambda text: agent.emit(Notice("warning", text))),  # the tripwire's warnings
         policy=policy, approver=approver, listeners=[*(listeners or []), printer or renderer],
         limits=limits_for(settings, headless),
         context=ContextWindow(settings.ctx_size, settings.max_tokens),
         price=pricer(settings.prices, settings.model), hooks=hooks,
     )
-    agent.tools.warn = lambda text: agent.emit(Notice("warning", text))  # the shell's tripwire
     agent.listeners.insert(0, hooks.observe)  # learns the session id the hooks' JSON carries
     agent.check = check_for(settings, agent.tools, agent.check)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,

@@ -15,7 +15,7 @@ in the workspace before each command (`snapshot`) and compares it after (`put_ba
   global config that lies in the workspace) that gained an entry that runs a program: an existing
   one gets its previous bytes back; a new one loses those entries (gitconfig.py); one that cannot
   be read as git reads it is moved aside;
-- a new hook (not a `.sample`) in any repository: moved aside;
+- a new or rewritten hook (not a `.sample`) in any repository: moved aside;
 - a new bare-repository shape (HEAD, objects/, refs/) at the workspace root: its HEAD moved aside.
 
 Repositories the command made for its own reasons (a test fixture's `git init`, `git init
@@ -28,7 +28,10 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from loopagent.sandbox.gitconfig import includes, running, without_running
 
@@ -37,18 +40,19 @@ MAX_DIRS = 5_000  # directories it lists at most
 SKIP = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
                   ".pytest_cache", ".ruff_cache", "site-packages"})
 # Inside a git dir: what holds no other repository and may be large.
-GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "hooks", "info", "rr-cache"})
+GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "hooks", "info", "rr-cache", "branches"})
 ASIDE = ".loop-tripwire"  # what is moved aside gets this suffix: git reads no file of that name
 READ_LIMIT = 1 << 20  # bytes of a file kept; a config larger than this is in doubt
 VALID_HEAD = re.compile(rb"(ref: refs/\S+|[0-9a-f]{40}|[0-9a-f]{64})\s*")
 LINK = b"\0link\0"  # prefixes the target of a symbolic link among file contents
+SPECIAL = b"\0special\0"  # stands for what is neither a file nor a link (a FIFO, a directory)
 
 
 @dataclass
 class Repo:
     head: bytes | None
     commondir: bytes | None
-    hooks: frozenset[tuple[str, int, int]]  # (name, size, mtime_ns) of each hook that is not a sample
+    hooks: frozenset[tuple[str, int, int]]  # (name, inode, ctime) of each hook that is not a sample
 
 
 @dataclass
@@ -68,7 +72,7 @@ def snapshot(root: str) -> Snapshot:
     walk(snap)
     for rel in list(snap.gitfiles):
         target = inside(snap.root, pointed(snap.root, rel, snap.gitfiles[rel]))
-        if target is not None and target not in snap.repos and is_git_dir(os.path.join(snap.root, target)):
+        if target is not None and target not in snap.repos and is_git_dir(snap.root, target):
             record_repo(snap, target)
     for rel in list(snap.repos):
         common = snap.repos[rel].commondir
@@ -83,28 +87,70 @@ def snapshot(root: str) -> Snapshot:
 
 
 def walk(snap: Snapshot) -> None:
-    stack, listed = [("", 0)], 0
+    """Every directory down to MAX_DEPTH (MAX_DIRS at most): its git dir, its `.git` file."""
+    root, now, listed = snap.root, time.time_ns(), 0
+    stack: list[tuple[tuple[str, ...], int]] = [(("",), 0)]  # (sibling directories, their depth)
     while stack:
-        rel, depth = stack.pop()
-        if listed >= MAX_DIRS:
-            snap.truncated = True
-            return
-        listed += 1
-        try:
-            with os.scandir(os.path.join(snap.root, rel)) as it:
-                entries = {e.name: e for e in it}
-        except OSError:
-            continue
-        git_dir = "HEAD" in entries and shaped(entries)
-        if git_dir:
-            record_repo(snap, rel)
-        for name, entry in entries.items():
-            child = f"{rel}/{name}" if rel else name
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if name == ".git" and not is_dir:
-                snap.gitfiles[child] = read(entry.path)
-            elif is_dir and depth < MAX_DEPTH and name not in SKIP and not (git_dir and name in GIT_BULK):
-                stack.append((child, depth + 1))
+        rels, depth = stack.pop()
+        for rel in rels:
+            if listed >= MAX_DIRS:
+                snap.truncated = True
+                return
+            listed += 1
+            found = listing(root, rel, now)
+            if found is None:
+                continue
+            if found.git_dir:
+                record_repo(snap, rel)
+            if found.gitfile:
+                child = f"{rel}/.git" if rel else ".git"
+                snap.gitfiles[child] = read(f"{root}/{child}") or b""
+            if found.subdirs and depth < MAX_DEPTH:
+                stack.append((found.subdirs, depth + 1))
+
+
+class Listing(NamedTuple):
+    """What the walk needs of one directory, kept while the directory's inode and ctime stay the same
+    (a command can set a directory's mtime back, never its ctime)."""
+
+    key: tuple[int, int, int]  # st_dev, st_ino, st_ctime_ns
+    git_dir: bool
+    gitfile: bool  # a `.git` that is not a directory
+    subdirs: tuple[str, ...]  # where the walk goes on (workspace-relative)
+
+
+LISTINGS: dict[str, Listing] = {}
+CONTENTS: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}
+HOOK_NAMES: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+CACHED_MAX = 50_000
+RACY_NS = 2_000_000_000  # changed this recently: a change within the same timestamp tick could hide
+
+
+def listing(root: str, rel: str, now: int) -> Listing | None:
+    path = f"{root}/{rel}" if rel else root
+    try:
+        st = os.lstat(path)
+        key = (st.st_dev, st.st_ino, st.st_ctime_ns)
+        hit = LISTINGS.get(path)
+        if hit is not None and hit.key == key:
+            return hit
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        with os.scandir(path) as it:
+            entries = {e.name: e for e in it}
+    except OSError:
+        return None
+    git_dir = "HEAD" in entries and shaped(entries)
+    dot_git = entries.get(".git")
+    prefix = f"{rel}/" if rel else ""
+    found = Listing(key, git_dir, dot_git is not None and not dot_git.is_dir(follow_symlinks=False), tuple(
+        prefix + name for name, e in entries.items()
+        if e.is_dir(follow_symlinks=False) and name not in SKIP and not (git_dir and name in GIT_BULK)))
+    if now - st.st_ctime_ns > RACY_NS:
+        if len(LISTINGS) > CACHED_MAX:
+            LISTINGS.clear()
+        LISTINGS[path] = found
+    return found
 
 
 def shaped(entries: dict[str, os.DirEntry]) -> bool:
@@ -115,20 +161,14 @@ def shaped(entries: dict[str, os.DirEntry]) -> bool:
     return bool(objects and refs and objects.is_dir() and refs.is_dir())
 
 
-def is_git_dir(path: str) -> bool:
-    try:
-        with os.scandir(path) as it:
-            entries = {e.name: e for e in it}
-    except OSError:
-        return False
-    return "HEAD" in entries and shaped(entries)
+def is_git_dir(root: str, rel: str) -> bool:
+    found = listing(root, rel, time.time_ns())
+    return found is not None and found.git_dir
 
 
 def record_repo(snap: Snapshot, rel: str) -> None:
     path = os.path.join(snap.root, rel)
-    common = os.path.join(path, "commondir")
-    snap.repos[rel] = Repo(read(os.path.join(path, "HEAD")),
-                           read(common) if os.path.lexists(common) else None, hooks(path))
+    snap.repos[rel] = Repo(read(os.path.join(path, "HEAD")), read(os.path.join(path, "commondir")), hooks(path))
     record_configs(snap, rel)
 
 
@@ -140,9 +180,10 @@ def record_configs(snap: Snapshot, rel: str) -> None:
 def record_config(snap: Snapshot, rel: str, depth: int = 0) -> None:
     """A config file's bytes, and those of the workspace files its includes name (git follows 10 deep)."""
     path = os.path.join(snap.root, rel)
-    if rel in snap.configs or not os.path.lexists(path):
+    data = None if rel in snap.configs else read(path)
+    if data is None:
         return
-    data = snap.configs[rel] = read(path)
+    snap.configs[rel] = data
     if depth >= 10 or data.startswith(LINK):
         return
     for name in includes(data):
@@ -152,23 +193,50 @@ def record_config(snap: Snapshot, rel: str, depth: int = 0) -> None:
 
 
 def hooks(git_dir: str) -> frozenset[tuple[str, int, int]]:
+    """(name, inode, ctime) of each hook that is not a sample: a new one, or one rewritten in place."""
+    path = os.path.join(git_dir, "hooks")
     try:
-        with os.scandir(os.path.join(git_dir, "hooks")) as it:
-            return frozenset((e.name, st.st_size, st.st_mtime_ns) for e in it
-                             if not e.name.endswith((".sample", ASIDE)) and (st := e.stat(follow_symlinks=False)))
+        st = os.lstat(path)
+        key = (st.st_dev, st.st_ino, st.st_ctime_ns)
+        hit = HOOK_NAMES.get(path)
+        if hit is None or hit[0] != key:
+            with os.scandir(path) as it:
+                hit = key, tuple(e.name for e in it if not e.name.endswith((".sample", ASIDE)))
+            if time.time_ns() - st.st_ctime_ns > RACY_NS:
+                HOOK_NAMES[path] = hit
+        found = []
+        for name in hit[1]:
+            hook = os.lstat(os.path.join(path, name))
+            found.append((name, hook.st_ino, hook.st_ctime_ns))
+        return frozenset(found)
     except OSError:
         return frozenset()
 
 
-def read(path: str) -> bytes:
-    """A file's first bytes, or LINK + the target of a symbolic link (never followed); b"" if unreadable."""
+def read(path: str) -> bytes | None:
+    """A file's first READ_LIMIT + 1 bytes, or LINK + the target of a symbolic link (never followed);
+    None when there is none. Kept while the file's inode and ctime stay the same."""
     try:
-        if os.path.islink(path):
-            return LINK + os.fsencode(os.readlink(path))
-        with open(path, "rb") as f:
-            return f.read(READ_LIMIT + 1)
+        st = os.lstat(path)
+        key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_size)
+        hit = CONTENTS.get(path)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        if stat.S_ISLNK(st.st_mode):
+            data = LINK + os.fsencode(os.readlink(path))
+        elif not stat.S_ISREG(st.st_mode):
+            data = SPECIAL  # a FIFO would block the read; a directory is no file git reads
+        else:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                data = f.read(READ_LIMIT + 1)
     except OSError:
-        return b""
+        return None
+    if time.time_ns() - st.st_ctime_ns > RACY_NS:
+        if len(CONTENTS) > CACHED_MAX:
+            CONTENTS.clear()
+        CONTENTS[path] = (key, data)
+    return data
 
 
 def pointed(root: str, rel: str, data: bytes | None) -> str | None:
@@ -240,7 +308,7 @@ def check_repo(fix, rel: str, repo: Repo, old: Repo | None) -> None:
                                                                                   repo.commondir)) is None:
         fix.aside(where + "commondir", "a `commondir` pointing outside the workspace")
     for name, *_ in sorted(repo.hooks - (old.hooks if old else frozenset())):
-        fix.aside(f"{where}hooks/{name}", "a new hook")
+        fix.aside(f"{where}hooks/{name}", "a new or changed hook")
     if rel == "" and (old is None or not valid_head(old.head)) and valid_head(repo.head):
         fix.aside("HEAD", "a new bare repository at the workspace root")
 
@@ -315,6 +383,8 @@ class Restorer:
 
     def write(self, rel: str, data: bytes) -> None:
         """Replace the file at `rel` by `data` (a link when `data` is one), atomically."""
+        if data == SPECIAL:
+            raise OSError("it was not a regular file")
         path = self.path(rel)
         if os.path.isdir(path) and not os.path.islink(path):
             self.move_aside(rel)  # a directory where a file was: out of the way first
