@@ -52,6 +52,8 @@ CASES = {
          "gpg.program, log.showsignature (config) removed"]),
     "new .git file pointing outside": (
         "", "mkdir d && echo 'gitdir: /etc' > d/.git", ["a new `.git` file pointing outside the workspace (d/.git)"]),
+    "new .git file with a NUL in its path": (
+        "", "mkdir d && printf 'gitdir: a\\0b' > d/.git", ["(d/.git) moved aside"]),
     "new .git link pointing outside": (
         "", "mkdir d && ln -s /usr d/.git", ["(d/.git) moved aside to d/.git.loop-tripwire"]),
     "changed .git file": (

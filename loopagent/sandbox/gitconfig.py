@@ -75,6 +75,7 @@ def running(data: bytes) -> frozenset[tuple[str, str | None, str, str | None]] |
         return None
 
 
+@lru_cache(maxsize=512)
 def includes(data: bytes) -> tuple[str, ...]:
     """The paths `include.path` and `includeIf.*.path` name (unresolved); () when in doubt."""
     try:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from loopagent.sandbox.gitconfig import includes, running, without_running
+from loopagent.sandbox.restorer import ASIDE, LINK, SPECIAL, Restorer
 
 MAX_DEPTH = 8  # directories below the workspace root the walk goes
 MAX_DIRS = 5_000  # directories it lists at most
@@ -41,11 +42,9 @@ SKIP = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox"
                   ".pytest_cache", ".ruff_cache", "site-packages"})
 # Inside a git dir: what holds no other repository and may be large.
 GIT_BULK = frozenset({"objects", "refs", "logs", "lfs", "hooks", "info", "rr-cache", "branches"})
-ASIDE = ".loop-tripwire"  # what is moved aside gets this suffix: git reads no file of that name
+GIT_FILES = frozenset({"commondir", "config", "config.worktree"})  # what a git dir may hold that is read
 READ_LIMIT = 1 << 20  # bytes of a file kept; a config larger than this is in doubt
 VALID_HEAD = re.compile(rb"(ref: refs/\S+|[0-9a-f]{40}|[0-9a-f]{64})\s*")
-LINK = b"\0link\0"  # prefixes the target of a symbolic link among file contents
-SPECIAL = b"\0special\0"  # stands for what is neither a file nor a link (a FIFO, a directory)
 
 
 @dataclass
@@ -72,8 +71,9 @@ def snapshot(root: str) -> Snapshot:
     walk(snap)
     for rel in list(snap.gitfiles):
         target = inside(snap.root, pointed(snap.root, rel, snap.gitfiles[rel]))
-        if target is not None and target not in snap.repos and is_git_dir(snap.root, target):
-            record_repo(snap, target)
+        found = listing(snap.root, target, time.time_ns()) if target is not None and target not in snap.repos else None
+        if found is not None and found.git_dir:
+            record_repo(snap, target, found.present)
     for rel in list(snap.repos):
         common = snap.repos[rel].commondir
         target = inside(snap.root, pointed(snap.root, rel + "/commondir", common)) if common else None
@@ -101,7 +101,7 @@ def walk(snap: Snapshot) -> None:
             if found is None:
                 continue
             if found.git_dir:
-                record_repo(snap, rel)
+                record_repo(snap, rel, found.present)
             if found.gitfile:
                 child = f"{rel}/.git" if rel else ".git"
                 snap.gitfiles[child] = read(f"{root}/{child}") or b""
@@ -115,6 +115,7 @@ class Listing(NamedTuple):
 
     key: tuple[int, int, int]  # st_dev, st_ino, st_ctime_ns
     git_dir: bool
+    present: frozenset[str]  # which of GIT_FILES the directory holds (no lstat for the missing ones)
     gitfile: bool  # a `.git` that is not a directory
     subdirs: tuple[str, ...]  # where the walk goes on (workspace-relative)
 
@@ -143,7 +144,7 @@ def listing(root: str, rel: str, now: int) -> Listing | None:
     git_dir = "HEAD" in entries and shaped(entries)
     dot_git = entries.get(".git")
     prefix = f"{rel}/" if rel else ""
-    found = Listing(key, git_dir, dot_git is not None and not dot_git.is_dir(follow_symlinks=False), tuple(
+    found = Listing(key, git_dir, GIT_FILES.intersection(entries), dot_git is not None and not dot_git.is_dir(follow_symlinks=False), tuple(
         prefix + name for name, e in entries.items()
         if e.is_dir(follow_symlinks=False) and name not in SKIP and not (git_dir and name in GIT_BULK)))
     if now - st.st_ctime_ns > RACY_NS:
@@ -161,20 +162,17 @@ def shaped(entries: dict[str, os.DirEntry]) -> bool:
     return bool(objects and refs and objects.is_dir() and refs.is_dir())
 
 
-def is_git_dir(root: str, rel: str) -> bool:
-    found = listing(root, rel, time.time_ns())
-    return found is not None and found.git_dir
-
-
-def record_repo(snap: Snapshot, rel: str) -> None:
+def record_repo(snap: Snapshot, rel: str, present: frozenset[str]) -> None:
     path = os.path.join(snap.root, rel)
-    snap.repos[rel] = Repo(read(os.path.join(path, "HEAD")), read(os.path.join(path, "commondir")), hooks(path))
-    record_configs(snap, rel)
+    common = read(os.path.join(path, "commondir")) if "commondir" in present else None
+    snap.repos[rel] = Repo(read(os.path.join(path, "HEAD")), common, hooks(path))
+    record_configs(snap, rel, present)
 
 
-def record_configs(snap: Snapshot, rel: str) -> None:
+def record_configs(snap: Snapshot, rel: str, present: frozenset[str] = GIT_FILES) -> None:
     for name in ("config", "config.worktree"):
-        record_config(snap, f"{rel}/{name}" if rel else name)
+        if name in present:
+            record_config(snap, f"{rel}/{name}" if rel else name)
 
 
 def record_config(snap: Snapshot, rel: str, depth: int = 0) -> None:
@@ -251,8 +249,9 @@ def pointed(root: str, rel: str, data: bytes | None) -> str | None:
         if not data.startswith(b"gitdir:"):
             return None
         target = data[len(b"gitdir:"):].strip()
-    base = os.path.dirname(os.path.join(root, rel))
-    return os.path.realpath(os.path.join(base, os.fsdecode(target)))
+    if b"\0" in target:
+        return None  # no path: treated as pointing outside
+    return os.path.realpath(os.path.join(os.path.dirname(os.path.join(root, rel)), os.fsdecode(target)))
 
 
 def inside(root: str, path: str | None) -> str | None:
@@ -336,65 +335,3 @@ def note(done: list[str]) -> str:
         return ""
     return ("tripwire: the command changed git metadata that would make git run a program outside the "
             "sandbox; loop put it back: " + "; ".join(done))
-
-
-class Restorer:
-    """Writes and renames inside the workspace, never through a link: the command that could have
-    swapped one in has ended (its processes are killed before the tripwire runs)."""
-
-    def __init__(self, root: str):
-        self.root = root
-        self.done: list[str] = []
-
-    def path(self, rel: str) -> str:
-        path = os.path.join(self.root, rel)
-        parent = os.path.dirname(path)
-        if os.path.realpath(parent) != os.path.normpath(parent):
-            raise OSError(f"{os.path.dirname(rel)} is reached through a link")
-        return path
-
-    def restore(self, rel: str, data: bytes, why: str) -> None:
-        self.attempt(why, rel, "restored", lambda: self.write(rel, data))
-
-    def aside(self, rel: str, why: str) -> None:
-        self.attempt(why, rel, f"moved aside to {rel}{ASIDE}", lambda: self.move_aside(rel))
-
-    def rewrite(self, rel: str, data: bytes, original: bytes, why: str) -> None:
-        def both() -> None:
-            self.write(rel + ASIDE, original)
-            self.write(rel, data)
-        self.attempt(why, rel, f"removed (the file as written is {rel}{ASIDE})", both)
-
-    def attempt(self, why: str, rel: str, outcome: str, action) -> None:
-        try:
-            action()
-        except OSError as exc:
-            self.done.append(f"{why} ({rel}) could not be put back: {exc.strerror or exc}")
-        else:
-            self.done.append(f"{why} ({rel}) {outcome}")
-
-    def move_aside(self, rel: str) -> None:
-        path = self.path(rel)
-        if os.path.isdir(path + ASIDE) and not os.path.islink(path + ASIDE):
-            import shutil
-
-            shutil.rmtree(path + ASIDE)
-        os.replace(path, path + ASIDE)
-
-    def write(self, rel: str, data: bytes) -> None:
-        """Replace the file at `rel` by `data` (a link when `data` is one), atomically."""
-        if data == SPECIAL:
-            raise OSError("it was not a regular file")
-        path = self.path(rel)
-        if os.path.isdir(path) and not os.path.islink(path):
-            self.move_aside(rel)  # a directory where a file was: out of the way first
-        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}{ASIDE}-tmp")
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        if data.startswith(LINK):
-            os.symlink(data[len(LINK):], tmp)
-        else:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        os.replace(tmp, path)
