@@ -76,6 +76,9 @@ CASES = {
         "printf '[alias]\\n\\tst = !touch /tmp/m\\n' >> shared.gitconfig", ["gained alias.st (shared.gitconfig) restored"]),
     "a config git cannot read": (
         "", "git init -q x && printf '[core\\n' >> x/.git/config", ["(x/.git/config) moved aside"]),
+    "a new .git file pointing at a repository planted earlier": (
+        "git init -q --bare store && printf '[core]\\n\\tpager = x\\n' >> store/config",
+        "mkdir w && echo 'gitdir: ../store' > w/.git", ["a new config's core.pager (store/config) removed"]),
     "a config replaced by a link": (
         PLANT_SUB, "cp sub/.git/config c2 && ln -sf ../../c2 sub/.git/config", ["(sub/.git/config) restored"]),
 }

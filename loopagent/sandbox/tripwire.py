@@ -279,18 +279,22 @@ def put_back(before: Snapshot) -> list[str]:
     """Compare the workspace with `before`, put back what must not change; what was done, one phrase each."""
     after = snapshot(before.root)
     fix = Restorer(before.root)
+    fresh = set()  # repositories a new `.git` file points to: their config is judged as if new
     for rel, data in after.gitfiles.items():
         old = before.gitfiles.get(rel)
         if data == old:
             continue
+        target = inside(after.root, pointed(after.root, rel, data))
         if old is not None:
             fix.restore(rel, old, "a changed `.git` file")
-        elif inside(after.root, pointed(after.root, rel, data)) is None:
+        elif target is None:
             fix.aside(rel, "a new `.git` file pointing outside the workspace")
+        else:
+            fresh.add(target)
     for rel, repo in after.repos.items():
         check_repo(fix, rel, repo, before.repos.get(rel))
     for rel, data in after.configs.items():
-        check_config(fix, rel, data, before.configs.get(rel))
+        check_config(fix, rel, data, None if os.path.dirname(rel) in fresh else before.configs.get(rel))
     return fix.done
 
 
