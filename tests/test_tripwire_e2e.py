@@ -120,3 +120,34 @@ def test_a_workspace_without_a_repository_given_a_bare_shape_runs_nothing(run_lo
         user_git(ws, *command)  # fails: there is no repository, as before the session
     assert not marker.exists()
     assert not (ws / "HEAD").exists() and (ws / "HEAD.loop-tripwire").exists()
+
+
+def test_a_worktree_workspace_cannot_have_its_commondir_redirected(run_loop, server, tmp_path):
+    """The workspace is a linked worktree; the command points its git dir's `commondir` at a planted copy
+    of the repository whose config runs a program (the walls may refuse the write; else the tripwire).
+    Written from Python: the policy asks before a shell redirection outside the workspace."""
+    marker = tmp_path / "marker"
+    script = ("mkdir planted && cp -r ../main/.git/objects ../main/.git/refs planted/"
+              f" && printf '[core]\\n\\tfsmonitor = \"touch {marker}; false\"\\n' > planted/config"
+              " && python3 -c 'import os, subprocess; d = subprocess.check_output([\"git\", \"rev-parse\", \"--git-dir\"],"
+              " text=True).strip(); open(os.path.join(d, \"commondir\"), \"w\").write(os.getcwd() + \"/planted\\n\")'")
+    for name in ("demo-main", "main"):
+        repository(tmp_path / name)
+    user_git(tmp_path / "demo-main", "worktree", "add", "-q", "../demo")
+    subprocess.run(["bash", "-c", script.replace("../main/", "../demo-main/")], cwd=tmp_path / "demo", check=True,
+                   capture_output=True, timeout=30)
+    user_git(tmp_path / "demo", "status")
+    assert marker.exists(), "the attack did not work without the tripwire"
+    marker.unlink()
+    assert user_git(tmp_path / "main", "worktree", "add", "-q", "../ws").returncode == 0
+    ws = tmp_path / "ws"
+    server.add(tools(("shell", {"command": script})), text("done"))
+    proc = run_loop("agent", "-C", str(ws), "--base-url", server.url, "--json", "--approval", "all",
+                    *where_shells_run(), "do the task")
+    assert proc.returncode == 0, proc.stdout
+    [result] = [json.loads(line) for line in proc.stdout.splitlines() if '"type": "tool_result"' in line]
+    assert "tripwire:" in result["content"] or not result["content"].startswith("exit code 0")
+    for where in (ws, tmp_path / "main"):
+        assert user_git(where, "status").returncode == 0
+    assert not marker.exists()
+    assert (tmp_path / "main/.git/worktrees/ws/commondir").read_text() == "../..\n"

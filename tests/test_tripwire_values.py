@@ -236,3 +236,22 @@ def test_the_walks_cache_is_not_fooled_by_a_directory_mtime_set_back(ws: Path, t
     os.utime(deep, ns=(seen.st_atime_ns, seen.st_mtime_ns))  # as `touch -d` in the command would
     assert deep.stat().st_mtime_ns == seen.st_mtime_ns
     assert "(deep/.git) moved aside" in note(put_back(before))
+
+
+def test_a_worktree_workspace_watches_its_git_dirs_outside_it(tmp_path: Path):
+    """The workspace is a linked worktree: its git dir and the common dir lie outside it, and git reads both."""
+    main = tmp_path / "main"
+    main.mkdir()
+    sh(main, "git init -q -b main . && echo a > a && git add a && git commit -qm a && git worktree add -q ../wt")
+    wt = tmp_path / "wt"
+    before = snapshot(str(wt))
+    sh(wt, "mkdir planted && cp -r ../main/.git/objects ../main/.git/refs planted/"
+           " && printf '[core]\\n\\tfsmonitor = x\\n' > planted/config"
+           " && echo \"$PWD/planted\" > ../main/.git/worktrees/wt/commondir"
+           " && printf '[alias]\\n\\tst = !x\\n' >> ../main/.git/config && echo x > ../main/.git/hooks/post-checkout")
+    line = note(put_back(before))
+    assert f"a changed `commondir` ({main}/.git/worktrees/wt/commondir) restored" in line
+    assert f"gained alias.st ({main}/.git/config) restored" in line
+    assert f"a new or changed hook ({main}/.git/hooks/post-checkout) moved aside" in line
+    assert (main / ".git/worktrees/wt/commondir").read_text() == "../..\n"
+    assert git(wt, "status", "--porcelain").stdout == "?? planted/\n"

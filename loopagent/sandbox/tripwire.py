@@ -65,24 +65,39 @@ class Snapshot:
     truncated: bool = False  # the walk stopped at MAX_DIRS
 
 
-def snapshot(root: str) -> Snapshot:
-    """The git metadata in the workspace at `root` now."""
+def snapshot(root: str, watched: Snapshot | None = None) -> Snapshot:
+    """The git metadata in the workspace at `root` now; also all that `watched` held (what a changed
+    `commondir` or `.git` file led away from is still compared)."""
     snap = Snapshot(os.path.realpath(root))
     walk(snap)
     for rel in list(snap.gitfiles):
-        target = inside(snap.root, pointed(snap.root, rel, snap.gitfiles[rel]))
-        found = listing(snap.root, target, time.time_ns()) if target is not None and target not in snap.repos else None
-        if found is not None and found.git_dir:
-            record_repo(snap, target, found.present)
-    for rel in list(snap.repos):
-        common = snap.repos[rel].commondir
-        target = inside(snap.root, pointed(snap.root, rel + "/commondir", common)) if common else None
+        path = pointed(snap.root, rel, snap.gitfiles[rel])
+        # The workspace's own git dir may lie outside it (a linked worktree, a submodule's checkout):
+        # watched too, by absolute path, as git reads it when the user runs git in the workspace.
+        target = path if rel == ".git" and path and inside(snap.root, path) is None else inside(snap.root, path)
         if target is not None and target not in snap.repos:
-            record_configs(snap, target)
+            found = git_dir_at(snap.root, target)
+            if found is not None:
+                record_repo(snap, target, found.present)
+    for rel in list(snap.repos):
+        common = pointed(snap.root, rel + "/commondir", snap.repos[rel].commondir)
+        target = inside(snap.root, common)
+        target = common if target is None and rel.startswith("/") else target
+        if target is not None and target not in snap.repos:
+            found = git_dir_at(snap.root, target)
+            if found is not None:
+                record_repo(snap, target, found.present)  # a common dir: HEAD, config, hooks
+            else:
+                record_configs(snap, target)
     for path in global_configs():
         rel = inside(snap.root, path)
         if rel is not None:
             record_config(snap, rel)
+    for rel in set(watched.repos if watched else ()) - set(snap.repos):
+        if (found := git_dir_at(snap.root, rel)) is not None:
+            record_repo(snap, rel, found.present)
+    for rel in set(watched.configs if watched else ()) - set(snap.configs):
+        record_config(snap, rel)
     return snap
 
 
@@ -117,7 +132,7 @@ class Listing(NamedTuple):
     git_dir: bool
     present: frozenset[str]  # which of GIT_FILES the directory holds (no lstat for the missing ones)
     gitfile: bool  # a `.git` that is not a directory
-    subdirs: tuple[str, ...]  # where the walk goes on (workspace-relative)
+    subdirs: tuple[str, ...]  # where the walk goes on (workspace-relative: kept only for the walk's calls)
 
 
 LISTINGS: dict[str, Listing] = {}
@@ -152,6 +167,13 @@ def listing(root: str, rel: str, now: int) -> Listing | None:
             LISTINGS.clear()
         LISTINGS[path] = found
     return found
+
+
+def git_dir_at(root: str, rel: str) -> Listing | None:
+    """The listing of `rel` (or an absolute path) when it is a git dir; never kept (see Listing.subdirs)."""
+    path = os.path.join(root, rel)
+    found = listing(os.path.dirname(path), os.path.basename(path), 0)
+    return found if found is not None and found.git_dir else None
 
 
 def shaped(entries: dict[str, os.DirEntry]) -> bool:
@@ -277,7 +299,7 @@ def valid_head(data: bytes | None) -> bool:
 
 def put_back(before: Snapshot) -> list[str]:
     """Compare the workspace with `before`, put back what must not change; what was done, one phrase each."""
-    after = snapshot(before.root)
+    after = snapshot(before.root, before)
     fix = Restorer(before.root)
     fresh = set()  # repositories a new `.git` file points to: their config is judged as if new
     for rel, data in after.gitfiles.items():
