@@ -18,6 +18,9 @@ in the workspace before each command (`snapshot`) and compares it after (`put_ba
 - a new or rewritten hook (not a `.sample`) in any repository: moved aside;
 - a new bare-repository shape (HEAD, objects/, refs/) at the workspace root: its HEAD moved aside.
 
+A workspace whose git dir lies outside it (a linked worktree, a submodule's checkout) has that git
+dir and its common dir watched as well, by absolute path.
+
 Repositories the command made for its own reasons (a test fixture's `git init`, `git init
 --bare remote.git`, `git worktree add`, `git submodule add`) keep working: they carry no such
 entry. The walk is bounded (depth, directory count, dependency and cache directories skipped):
