@@ -79,6 +79,13 @@ CASES = {
     "a new .git file pointing at a repository planted earlier": (
         "git init -q --bare store && printf '[core]\\n\\tpager = x\\n' >> store/config",
         "mkdir w && echo 'gitdir: ../store' > w/.git", ["a new config's core.pager (store/config) removed"]),
+    "a repository added where the walk does not go": (
+        "git init -q node_modules/m && git -C node_modules/m commit -q --allow-empty -m x"
+        " && git init -q k/b/c/d/e/f/g/h/i/deep && git -C k/b/c/d/e/f/g/h/i/deep commit -q --allow-empty -m x",
+        "git add -f node_modules/m k/b/c/d/e/f/g/h/i/deep"
+        " && printf '[core]\\n\\tfsmonitor = x\\n' | tee -a node_modules/m/.git/config >> k/b/c/d/e/f/g/h/i/deep/.git/config",
+        ["core.fsmonitor (node_modules/m/.git/config) removed",  # unwatched until added: judged as new
+         "core.fsmonitor (k/b/c/d/e/f/g/h/i/deep/.git/config) removed"]),
     "a config replaced by a link": (
         PLANT_SUB, "cp sub/.git/config c2 && ln -sf ../../c2 sub/.git/config", ["(sub/.git/config) restored"]),
 }
@@ -255,3 +262,18 @@ def test_a_worktree_workspace_watches_its_git_dirs_outside_it(tmp_path: Path):
     assert f"a new or changed hook ({main}/.git/hooks/post-checkout) moved aside" in line
     assert (main / ".git/worktrees/wt/commondir").read_text() == "../..\n"
     assert git(wt, "status", "--porcelain").stdout == "?? planted/\n"
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_index_gitlinks_are_what_git_lists(ws: Path, version: str):
+    from loopagent.sandbox.gitindex import gitlinks
+
+    sh(ws, "for d in sub node_modules/x/y 'with space' p/q/r; do git init -q \"$d\" &&"
+           " git -C \"$d\" commit -q --allow-empty -m x; done && git add -f sub node_modules/x/y 'with space' p/q/r"
+           " && mkdir -p z && echo z > z/z && git add -N z/z"  # intent-to-add: an extended flag (version 3)
+           f" && git update-index --index-version {version}")
+    listed = git(ws, "ls-files", "-s").stdout.splitlines()
+    expected = sorted(line.split("\t", 1)[1] for line in listed if line.startswith("160000"))
+    assert expected == ["node_modules/x/y", "p/q/r", "sub", "with space"]
+    assert sorted(gitlinks((ws / ".git/index").read_bytes()) or ()) == expected
+    assert gitlinks(b"DIRC\0\0\0\x02\0\0\0\x05" + b"\0\0\xe0\0" * 3) is None  # cut short: not read

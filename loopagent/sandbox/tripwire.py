@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from loopagent.sandbox.gitconfig import includes, running, without_running
+from loopagent.sandbox.gitindex import gitlinks_of
 from loopagent.sandbox.restorer import ASIDE, LINK, SPECIAL, Restorer
 
 MAX_DEPTH = 8  # directories below the workspace root the walk goes
 MAX_DIRS = 5_000  # directories it lists at most
+MAX_GITLINKED = 200  # repositories followed through gitlinks at most
 SKIP = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
                   ".pytest_cache", ".ruff_cache", "site-packages"})
 # Inside a git dir: what holds no other repository and may be large.
@@ -92,6 +94,7 @@ def snapshot(root: str, watched: Snapshot | None = None) -> Snapshot:
                 record_repo(snap, target, found.present)  # a common dir: HEAD, config, hooks
             else:
                 record_configs(snap, target)
+    follow_gitlinks(snap)
     for path in global_configs():
         rel = inside(snap.root, path)
         if rel is not None:
@@ -102,6 +105,33 @@ def snapshot(root: str, watched: Snapshot | None = None) -> Snapshot:
     for rel in set(watched.configs if watched else ()) - set(snap.configs):
         record_config(snap, rel)
     return snap
+
+
+def follow_gitlinks(snap: Snapshot) -> None:
+    """The repositories `git status` in the workspace recurses into (its index's gitlinks, and theirs),
+    wherever the walk stopped or skipped."""
+    own = ".git" if ".git" in snap.repos else pointed(snap.root, ".git", snap.gitfiles.get(".git"))
+    queue, seen = [(own, "")], set()
+    while queue and len(seen) < MAX_GITLINKED:
+        git_dir, tree = queue.pop()
+        if git_dir is None or git_dir in seen or git_dir not in snap.repos:
+            continue
+        seen.add(git_dir)
+        for link in gitlinks_of(os.path.join(snap.root, git_dir, "index"), snap.configs.get(f"{git_dir}/config")):
+            rel = f"{tree}/{link}" if tree else link
+            if os.path.normpath(rel) != rel or rel.startswith(("/", "../")):
+                continue  # not a path git would write
+            dot = f"{rel}/.git"
+            if dot not in snap.repos and dot not in snap.gitfiles:
+                found = git_dir_at(snap.root, dot)
+                if found is not None:
+                    record_repo(snap, dot, found.present)
+                elif os.path.lexists(os.path.join(snap.root, dot)):
+                    snap.gitfiles[dot] = read(os.path.join(snap.root, dot)) or b""
+            target = inside(snap.root, pointed(snap.root, dot, snap.gitfiles.get(dot))) if dot in snap.gitfiles else dot
+            if target is not None and target not in snap.repos and (found := git_dir_at(snap.root, target)):
+                record_repo(snap, target, found.present)
+            queue.append((target, rel))
 
 
 def walk(snap: Snapshot) -> None:
