@@ -70,7 +70,10 @@ def tripped(before: Any, ctx: ToolContext) -> str:
     the line for the call's result, also given to the user as a warning."""
     from loopagent.sandbox import tripwire
 
-    line = ctx.redact(tripwire.note(tripwire.put_back(before)))
+    try:
+        line = ctx.redact(tripwire.note(tripwire.put_back(before)))
+    except Exception as exc:  # a bug here must not lose the command's output; the user still hears of it
+        line = f"tripwire: could not compare git metadata after the command ({type(exc).__name__}: {exc})"
     if line:
         ctx.warn(line)
     return line
