@@ -108,6 +108,16 @@ def test_planted_state_is_put_back_and_reported(ws: Path, case: str):
     assert status.returncode == 0 and git(ws, "rev-parse", "--git-dir").stdout.strip() == ".git", status.stderr
 
 
+def test_a_flood_is_put_back_whole_and_named_in_one_short_line(ws: Path):
+    sh(ws, PLANT_SUB)
+    before = snapshot(str(ws))
+    sh(ws, "for i in $(seq 30); do echo x > sub/.git/hooks/h$i; done")
+    done = put_back(before)
+    assert len(done) == 30 and not [p for p in (ws / "sub/.git/hooks").iterdir() if p.name.startswith("h")
+                                    and not p.name.endswith(ASIDE)]
+    assert note(done).endswith("; and 22 more") and len(note(done)) < 2000
+
+
 def test_what_was_put_back_is_exact(ws: Path):
     sh(ws, PLANT_SUB)
     config = (ws / "sub/.git/config").read_bytes()

@@ -1,30 +1,18 @@
 """The tripwire: git metadata a shell command changed that would make git run a program, put back.
 
-The sandbox's walls keep the workspace's own `.git/config` and hooks read-only, but a command may
-still write what git reads later, outside the sandbox: a nested repository whose config runs a
-program (the user's `git status` recurses into it once it is added as a submodule), a `.git`
-file or `commondir` pointing somewhere else, garbage in `.git/HEAD` so that git falls back to a
-bare repository planted at the workspace root. So loop takes a cheap snapshot of the git metadata
-in the workspace before each command (`snapshot`) and compares it after (`put_back`):
-
-- a `.git` file or link that is new and points outside the workspace, or that changed: put back
-  (restored, or moved aside to `NAME.loop-tripwire`, a name git never reads);
-- a repository's `HEAD` that was a ref or an object id and no longer is: restored;
-- a `commondir` that appeared or changed in a repository that was there before: put back;
-- a config (a repository's `config` and `config.worktree`, the files their includes name, a
-  global config that lies in the workspace) that gained an entry that runs a program: an existing
-  one gets its previous bytes back; a new one loses those entries (gitconfig.py); one that cannot
-  be read as git reads it is moved aside;
-- a new or rewritten hook (not a `.sample`) in any repository: moved aside;
-- a new bare-repository shape (HEAD, objects/, refs/) at the workspace root: its HEAD moved aside.
-
-A workspace whose git dir lies outside it (a linked worktree, a submodule's checkout) has that git
-dir and its common dir watched as well, by absolute path.
-
-Repositories the command made for its own reasons (a test fixture's `git init`, `git init
---bare remote.git`, `git worktree add`, `git submodule add`) keep working: they carry no such
-entry. The walk is bounded (depth, directory count, dependency and cache directories skipped):
-a repository deeper than that is not watched (README "The tripwire" says so).
+The walls keep the workspace's own `.git/config` and hooks read-only, but a command may still
+write what git reads later, outside the sandbox: a nested repository whose config runs a program
+(`git status` recurses into it once it is added), a `.git` file or `commondir` pointing elsewhere,
+garbage in `.git/HEAD` so that git falls back to a bare repository planted at the root. So loop
+snapshots the git metadata in the workspace before each command (`snapshot`) and compares after
+(`put_back`): changed or outward `.git` files and `commondir`s are put back, a broken HEAD restored,
+a new bare shape at the root loses its HEAD, new or rewritten hooks are moved aside, and a config
+that gained an entry that runs a program (gitconfig.py) gets its old bytes back or, when new, loses
+those entries. README "The tripwire" lists it all, and what is not watched: the walk is bounded
+(depth, directory count, dependency and cache directories), except for the repositories the index
+links to (gitindex.py). Repositories a command makes for its own work carry no such entry and keep
+working. A workspace whose git dir lies outside it (a linked worktree, a submodule's checkout) has
+that git dir and its common dir watched too, by absolute path.
 """
 
 from __future__ import annotations
@@ -43,6 +31,7 @@ from loopagent.sandbox.restorer import ASIDE, LINK, SPECIAL, Restorer
 MAX_DEPTH = 8  # directories below the workspace root the walk goes
 MAX_DIRS = 5_000  # directories it lists at most
 MAX_GITLINKED = 200  # repositories followed through gitlinks at most
+NOTE_ITEMS = 8  # what was put back, named in the note (the rest counted)
 SKIP = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache",
                   ".pytest_cache", ".ruff_cache", "site-packages"})
 # Inside a git dir: what holds no other repository and may be large.
@@ -392,5 +381,6 @@ def note(done: list[str]) -> str:
     """The one line a call's result and the user's warning carry; "" when nothing was put back."""
     if not done:
         return ""
+    more = f"; and {len(done) - NOTE_ITEMS} more" if len(done) > NOTE_ITEMS else ""
     return ("tripwire: the command changed git metadata that would make git run a program outside the "
-            "sandbox; loop put it back: " + "; ".join(done))
+            "sandbox; loop put it back: " + "; ".join(done[:NOTE_ITEMS]) + more)
