@@ -46,10 +46,13 @@ def run_command(command: str, ctx: ToolContext, say: Any) -> tuple[str, str]:
     """Run `command` as the shell tool would; (outcome, output) with outcome 'exit code N', 'timed out
     after N s' or 'cancelled'. Raises OSError when bash cannot start."""
     output = Shown(lambda line: say(ctx.redact(line)))
-    outcome, returncode = execute(command, ctx, ctx.shell_timeout, output)
+    outcome, returncode, tripped = execute(command, ctx, ctx.shell_timeout, output)
     output.flush()
     said = {"timeout": f"timed out after {ctx.shell_timeout:g} s", "cancelled": "cancelled"}
-    return said.get(outcome, f"exit code {returncode}"), ctx.redact(output.text())
+    text = ctx.redact(output.text())
+    if tripped:  # the user was warned (ctx.warn); the model hears of it with the command's output
+        text += ("" if text.endswith("\n") else "\n") + tripped + "\n"
+    return said.get(outcome, f"exit code {returncode}"), text
 
 
 def context_note(command: str, outcome: str, output: str) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from loopagent.config import Config, Settings, load_config, loop_home
 from loopagent.errors import ConfigError, UsageError
-from loopagent.events import Listener
+from loopagent.events import Listener, Notice
 from loopagent.render.safe import printable
 from loopagent.secrets import Redactor, environment, known_secrets, scrubbed_env
 
@@ -260,8 +260,8 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
         tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                          executor=sandbox.executor, may_read=policy.may_read,
-                          explicitly_allows=policy.explicitly_allows),
+                          executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows,
+                          warn=lambda text: agent.emit(Notice("warning", text))),  # the tripwire's warnings
         policy=policy, approver=approver, listeners=[*(listeners or []), printer or renderer],
         limits=limits_for(settings, headless),
         context=ContextWindow(settings.ctx_size, settings.max_tokens),

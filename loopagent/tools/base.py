@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -37,6 +38,8 @@ class ToolContext:
     # grep and list_files skip what may not be read; a hard-linked file needs an explicit allow rule.
     may_read: Callable[[str], bool] = lambda rel: True
     explicitly_allows: Callable[[str, str], bool] = lambda tool, rel: False
+    # Tells the user something went wrong beside the result (a Notice("warning") once the agent is built).
+    warn: Callable[[str], None] = lambda text: print(f"loop: warning: {text}", file=sys.stderr, flush=True)
 
 
 class InvalidArguments(Exception):

@@ -34,12 +34,24 @@ POLL_SECONDS = 0.05  # how often a running command checks for cancel and timeout
 UTF8_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
-def execute(command: str, ctx: ToolContext, timeout: float, output: Output) -> tuple[str, int]:
+def execute(command: str, ctx: ToolContext, timeout: float, output: Output) -> tuple[str, int, str]:
     """Run `command` with bash in the workspace through the run's executor, its output into `output`, until
     it exits, `timeout` passes or the token is set; every process it started is killed after it.
-    Returns the outcome ("exit", "timeout" or "cancelled") and the exit status; OSError if bash cannot start."""
+    Returns the outcome ("exit", "timeout" or "cancelled"), the exit status and the tripwire's line
+    ("" unless git metadata was put back; the user was warned of it); OSError if bash cannot start.
+
+    The tripwire (sandbox/tripwire.py) runs in every sandbox mode: with `--sandbox off` the command could
+    do anything anyway, but what it leaves in the workspace would still run from the user's own git."""
+    from loopagent.sandbox import tripwire
+
+    root = str(ctx.workspace.root)
+    git_before = tripwire.snapshot(root)
     before = children()  # orphans of this call are loop's new children (see containment.py)
-    started = ctx.executor.spawn(["bash", "-c", command], str(ctx.workspace.root), ctx.env)
+    try:
+        started = ctx.executor.spawn(["bash", "-c", command], root, ctx.env)
+    except OSError:
+        tripped(git_before, ctx)  # bwrap may have started and made its mount points before failing
+        raise
     proc = started.proc
     reader = threading.Thread(target=output.read_from, args=(proc.stdout,), daemon=True)
     reader.start()
@@ -50,7 +62,21 @@ def execute(command: str, ctx: ToolContext, timeout: float, output: Output) -> t
     output.stop.set()
     reader.join()
     proc.stdout.close()
-    return outcome, proc.returncode
+    return outcome, proc.returncode, tripped(git_before, ctx)
+
+
+def tripped(before: Any, ctx: ToolContext) -> str:
+    """Put back the git metadata the command must not change (after every process of it is gone);
+    the line for the call's result, also given to the user as a warning."""
+    from loopagent.sandbox import tripwire
+
+    try:
+        line = ctx.redact(tripwire.note(tripwire.put_back(before)))
+    except Exception as exc:  # a bug here must not lose the command's output; the user still hears of it
+        line = f"tripwire: could not compare git metadata after the command ({type(exc).__name__}: {exc})"
+    if line:
+        ctx.warn(line)
+    return line
 
 
 class ShellParams(BaseModel):
@@ -75,10 +101,12 @@ class Shell(Tool):
         output = Output()
         begun = time.monotonic()
         try:
-            outcome, returncode = execute(args.command, ctx, timeout, output)
+            outcome, returncode, line = execute(args.command, ctx, timeout, output)
         except OSError as exc:
             raise ToolError(f"cannot start bash: {exc.strerror}") from None
         text = output.text()
+        if line:  # the model reads what was put back, so it does not count on it
+            text += ("" if text.endswith("\n") else "\n") + line + "\n"
         if outcome == "timeout":
             return ToolResult.error(f"timed out after {timeout:g} s; the command and its processes "
                                     f"were killed\n{text}", Details("timeout", lines=output.lines()))
