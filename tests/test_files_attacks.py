@@ -124,3 +124,31 @@ def test_hard_and_symbolic_links_to_an_outside_file_leak_nothing(run_loop, serve
     assert sessions and "notes.txt has 2 hard links" in sessions[0].read_text()  # the results are in it
     for p in sessions:
         assert MARKER not in p.read_text(), p
+
+
+def test_the_file_tools_never_complete_a_bare_repository_shape(run_loop, server, tmp_path):
+    """No repository: HEAD, objects/, refs/ and a config at the root would make the user's next `git status`
+    read that config (its core.fsmonitor runs). The shell's tripwire never sees what the file tools write."""
+    ws = tmp_path / "plain"
+    ws.mkdir()
+    marker = tmp_path / "ran"
+    evil = f'[core]\n\tbare = true\n[log]\n\tshowSignature = true\n[gpg]\n\tprogram = touch {marker}\n'
+    server.add(
+        tools(("write_file", {"path": "config", "content": evil}),
+              ("write_file", {"path": "objects/info/keep", "content": ""}),
+              ("write_file", {"path": "refs/heads/keep", "content": ""}),
+              ("write_file", {"path": "HEAD", "content": "ref: refs/heads/main\n"}),
+              ("write_file", {"path": "deep/objects/x", "content": ""}),
+              ("write_file", {"path": "deep/HEAD", "content": "ref: refs/heads/main\n"}),
+              ("write_file", {"path": "deep/refs/x", "content": ""})),
+        text("done"),
+    )
+    proc = agent(run_loop, server, ws)
+    assert proc.returncode == 0, proc.stderr
+    errors = [r["is_error"] for r in results(proc)]
+    assert errors == [False, False, False, True, False, False, True]
+    assert "shape of a git directory" in results(proc)[3]["content"]
+    assert not (ws / "HEAD").exists() and not (ws / "deep" / "refs").exists()
+    assert git(ws, "rev-parse", "--git-dir").returncode != 0  # git finds no repository there
+    (ws / "HEAD").write_text("ref: refs/heads/main\n")  # the one file refused: with it, git would
+    assert git(ws, "rev-parse", "--git-dir").stdout.strip() == "."

@@ -34,6 +34,27 @@ def protection(ws: Workspace, real: Path) -> str | None:
         if real == gitdir or gitdir in real.parents:
             return (f"{rel} is protected: it is the repository's git directory (git hooks and config "
                     "run code); loop never writes it; change it yourself")
+    return git_shape(ws, real)
+
+
+# What makes git take a directory for a repository of its own (a bare one at the workspace root is found
+# by the user's next `git status` when `.git` is broken, or when there is no `.git` at all).
+GIT_DIR_SHAPE = (("HEAD", False), ("objects", True), ("refs", True))
+
+
+def git_shape(ws: Workspace, real: Path) -> str | None:
+    """Why writing `real` would complete a git directory's shape (HEAD, objects/, refs/) in one of its
+    folders inside the workspace, or None. The shell's tripwire cannot see what the file tools write."""
+    for folder in real.parents:
+        if not ws.contains(folder):
+            break
+        shape = [real == folder / name or (folder / name) in real.parents
+                 or ((folder / name).is_dir() if is_dir else (folder / name).is_file())
+                 for name, is_dir in GIT_DIR_SHAPE]
+        if all(shape):
+            where = ws.rel(folder) or "."
+            return (f"{ws.rel(real)} is protected: with it {where} would have the shape of a git directory "
+                    "(HEAD, objects/, refs/), whose config and hooks git runs; loop never writes that shape")
     return None
 
 
