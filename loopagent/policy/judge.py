@@ -148,7 +148,7 @@ class Policy:
         cwd: str | None = self.root
         floor = None
         for cmd in commands:  # no cap: the 61st command of a chain is checked like the first
-            found = builtin(cmd, cwd, self.root) or self.user_denial(cmd)
+            found = builtin(cmd, cwd, self.root, self.devices) or self.user_denial(cmd)
             if found and found.verdict == "deny":
                 return found, None
             floor = floor or found or protected_write(cmd, cwd, self.root) or self.outside_writes(cmd, cwd)
@@ -191,7 +191,12 @@ class Policy:
 
     def fail_closed(self, raw: str) -> Decision | None:
         """For text that could not be checked exactly: deny when it names a denied program anywhere."""
-        return fail_closed(raw, self.tool_rules("shell", "deny"), self.root)
+        return fail_closed(raw, self.tool_rules("shell", "deny"), self.root, self.devices)
+
+    @property
+    def devices(self) -> bool:
+        """Can a command reach the host's disks? Not inside the sandbox: its /dev holds none."""
+        return self.sandbox != "sandboxed"
 
 
 def reads_piped_code(cmd: Command) -> bool:
