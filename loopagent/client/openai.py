@@ -252,7 +252,7 @@ class OpenAIClient:
             # A server that ignored stream: true and sent one JSON reply.
             for event in turn.feed(self._json_body(response, turn, cancel)):
                 emit(event)
-            return turn.finish()
+            return _finished(turn, emit)
         if "text/event-stream" not in kind.partition(";")[0]:
             raise ModelError(self.clean(f"{self.shown} did not answer with an event stream "
                                         f"(Content-Type {kind.partition(';')[0]!r})"))
@@ -267,7 +267,7 @@ class OpenAIClient:
             for data in decoder.feed(chunk):
                 seen = True
                 if self._take(data, turn, emit):
-                    return turn.finish()
+                    return _finished(turn, emit)
             if cancel is not None and cancel.is_set():
                 raise Cancelled(turn.partial())
             if idle.expired(turn.progress):
@@ -277,7 +277,7 @@ class OpenAIClient:
         for data in decoder.close():
             seen = True
             if self._take(data, turn, emit):
-                break
+                return _finished(turn, emit)
         if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
             raise Cancelled(turn.partial())
         if not seen:  # not one event: a refusal after the headers (tools it cannot stream, a full context)
@@ -334,6 +334,14 @@ def endpoint(base_url: str) -> str:
     except ValueError:
         return base_url.rstrip("/") + "/chat/completions"  # httpx will say what is wrong with it
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions", fragment=""))
+
+
+def _finished(turn: TurnAssembler, emit: Callable[[Event], None]) -> AssistantMessage:
+    """The turn of a stream the server said is complete; an unknown finish reason is said, not fatal."""
+    reply = turn.finish(complete=True)
+    if note := turn.unusual_end():
+        emit(Notice("warning", note))
+    return reply
 
 
 def _calls(n: int) -> str:
