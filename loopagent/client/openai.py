@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError
+from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError, ServerUnavailable
 from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler
 from loopagent.client.sse import MAX_LINE_BYTES, LineTooLong, SSEDecoder
 from loopagent.client.textcalls import recovered
@@ -194,7 +194,7 @@ class OpenAIClient:
                                                         f"{self._retrying(attempt, delay)}")))
                     elif response.status_code >= 400:
                         response.read()
-                        raise ModelError(self.clean(
+                        raise (ServerUnavailable if response.status_code in (401, 403) else ModelError)(self.clean(
                             f"HTTP {response.status_code} from {self.shown}: {_server_message(response)}"
                         ))
                     else:
@@ -202,8 +202,8 @@ class OpenAIClient:
                         return self._consume(response, emit, cancel)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 if attempt >= self.retries:
-                    raise ModelError(self.clean(
-                        f"cannot reach {self.shown}: {_reason(exc)} (after {attempt + 1} attempts)"
+                    raise ServerUnavailable(self.clean(
+                        f"cannot reach {self.shown}: {_reason(exc)} (after {attempt + 1} attempt{'s' if attempt else ''})"
                     )) from exc
                 delay = self._delay(attempt, None)
                 emit(Notice("retry", self.clean(f"cannot reach {self.shown}: {_reason(exc)}; "
@@ -211,7 +211,8 @@ class OpenAIClient:
             except (httpx.HTTPError, httpx.InvalidURL) as exc:  # bad scheme or URL, timeout before any byte
                 if cancel is not None and cancel.is_set():
                     raise Cancelled(AssistantMessage(stop_reason="incomplete")) from exc
-                raise ModelError(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
+                failed = ModelError if isinstance(exc, httpx.TimeoutException) else ServerUnavailable
+                raise failed(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
             attempt += 1
             wait = getattr(cancel, "wait", None)
             wait(delay) if callable(wait) else self.sleep(delay)  # a cancel token's wait ends early on set
