@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopagent.client import IncompleteTurn, ModelError
-from loopagent.events import Event, TextDelta, ThinkingDelta
+from loopagent.events import Event, Notice, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, ToolCall, Usage
 from loopagent.thinking import split_thinking
 
@@ -178,6 +179,30 @@ class TurnAssembler:
             return ""
         return (f"the server ended the reply with finish_reason {reason[:60]!r}, which loop does not know; "
                 "the stream was complete, so the answer is kept")
+
+
+def finished(turn: TurnAssembler, emit: Callable[[Event], None]) -> AssistantMessage:
+    """The turn of a stream the server said is complete; an unknown finish reason is said, not fatal."""
+    reply = turn.finish(complete=True)
+    if note := turn.unusual_end():
+        emit(Notice("warning", note))
+    return reply
+
+
+EMPTY = "the model sent an empty reply"
+# Servers that cannot stream tool calls (llama-cpp-python) also answer empty in text beside tools.
+KNOWN_EMPTY = ("this server answers with nothing when tools are offered and the model does not call one "
+               "(llama-cpp-python's --chat_format chatml-function-calling allows only a tool call): ask for "
+               "something a tool does, start it with the model's own function-calling chat format, or use "
+               "llama-server --jinja; `loop doctor` checks a server")
+MAYBE_EMPTY = "tools were offered: a chat format that can only call a tool sends nothing else; `loop doctor` checks"
+
+
+def explain_empty(exc: IncompleteTurn, tools: bool, known: bool) -> IncompleteTurn:
+    """`exc`, or for an empty reply to a request with tools the same turn with why and what to do."""
+    if type(exc) is not IncompleteTurn or not tools or not str(exc).startswith(EMPTY):
+        return exc
+    return IncompleteTurn(f"{exc}; {KNOWN_EMPTY if known else MAYBE_EMPTY}", exc.partial)
 
 
 # The finish reasons of a reply that ended as meant. "function_call" is OpenAI's older name for a call;

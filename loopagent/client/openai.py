@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError, ServerUnavailable
-from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler
+from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler, explain_empty, finished
 from loopagent.client.sse import MAX_LINE_BYTES, LineTooLong, SSEDecoder
 from loopagent.client.textcalls import recovered
 from loopagent.client.watch import Hangup, Idle, on_cancel
@@ -168,6 +168,8 @@ class OpenAIClient:
         except OutputCut as exc:
             exc.limit = self.max_tokens
             raise
+        except IncompleteTurn as exc:  # an empty reply beside tools: say why, when this server is known for it
+            raise explain_empty(exc, bool(tools), not stream or self._streams_tools is False) from None
         finally:
             line.done()
             if remove is not None:
@@ -194,9 +196,7 @@ class OpenAIClient:
                                                         f"{self._retrying(attempt, delay)}")))
                     elif response.status_code >= 400:
                         response.read()
-                        raise (ServerUnavailable if response.status_code in (401, 403) else ModelError)(self.clean(
-                            f"HTTP {response.status_code} from {self.shown}: {_server_message(response)}"
-                        ))
+                        raise self._refusal(response)
                     else:
                         # From here on bytes have arrived: nothing is retried.
                         return self._consume(response, emit, cancel)
@@ -216,6 +216,22 @@ class OpenAIClient:
             attempt += 1
             wait = getattr(cancel, "wait", None)
             wait(delay) if callable(wait) else self.sleep(delay)  # a cancel token's wait ends early on set
+
+    def _refusal(self, response: httpx.Response) -> ModelError:
+        """The error for an HTTP error status: a refused key, a request too long for the window (whose size,
+        when the server states it, is kept in servers.json for the next run), or the server's own words."""
+        from loopagent.client.refusal import SOURCE, WindowExceeded, refusal
+
+        heading = self.clean(f"HTTP {response.status_code} from {self.shown}: {_server_message(response)}")
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        found = refusal(response.status_code, heading, body)
+        if isinstance(found, WindowExceeded) and found.window and self.servers is not None:
+            learned = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.servers.update(self.server_key, ctx_size=found.window, ctx_source=SOURCE, ctx_learned=learned)
+        return found
 
     def _retrying(self, attempt: int, delay: float) -> str:
         return f"retrying ({attempt + 2}/{self.retries + 1}) in {delay:.1f} s"
@@ -253,7 +269,7 @@ class OpenAIClient:
             # A server that ignored stream: true and sent one JSON reply.
             for event in turn.feed(self._json_body(response, turn, cancel)):
                 emit(event)
-            return _finished(turn, emit)
+            return finished(turn, emit)
         if "text/event-stream" not in kind.partition(";")[0]:
             raise ModelError(self.clean(f"{self.shown} did not answer with an event stream "
                                         f"(Content-Type {kind.partition(';')[0]!r})"))
@@ -268,7 +284,7 @@ class OpenAIClient:
             for data in decoder.feed(chunk):
                 seen = True
                 if self._take(data, turn, emit):
-                    return _finished(turn, emit)
+                    return finished(turn, emit)
             if cancel is not None and cancel.is_set():
                 raise Cancelled(turn.partial())
             if idle.expired(turn.progress):
@@ -278,7 +294,7 @@ class OpenAIClient:
         for data in decoder.close():
             seen = True
             if self._take(data, turn, emit):
-                return _finished(turn, emit)
+                return finished(turn, emit)
         if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
             raise Cancelled(turn.partial())
         if not seen:  # not one event: a refusal after the headers (tools it cannot stream, a full context)
@@ -335,14 +351,6 @@ def endpoint(base_url: str) -> str:
     except ValueError:
         return base_url.rstrip("/") + "/chat/completions"  # httpx will say what is wrong with it
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions", fragment=""))
-
-
-def _finished(turn: TurnAssembler, emit: Callable[[Event], None]) -> AssistantMessage:
-    """The turn of a stream the server said is complete; an unknown finish reason is said, not fatal."""
-    reply = turn.finish(complete=True)
-    if note := turn.unusual_end():
-        emit(Notice("warning", note))
-    return reply
 
 
 def _calls(n: int) -> str:
