@@ -169,7 +169,10 @@ class OpenAIClient:
             exc.limit = self.max_tokens
             raise
         except IncompleteTurn as exc:  # an empty reply beside tools: say why, when this server is known for it
-            raise explain_empty(exc, bool(tools), not stream or self._streams_tools is False) from None
+            explained = explain_empty(exc, bool(tools), not stream or self._streams_tools is False)
+            if explained is exc:
+                raise
+            raise explained from exc
         finally:
             line.done()
             if remove is not None:
