@@ -190,11 +190,23 @@ def test_the_advice_for_a_model_that_never_calls_a_tool_names_the_detected_serve
     assert said.startswith("loop cannot work with this server") and says in said and never not in said
 
 
-def test_doctor_detects_llama_cpp_python_and_names_its_flag(run_loop, tmp_path):
+def test_doctor_detects_llama_cpp_python_names_its_flag_and_reports_a_window_it_stated(run_loop, tmp_path, loop_home):
+    """llama-cpp-python reports its window nowhere; an earlier run's HTTP 400 stated it (tests/test_server_window.py)."""
+    import time
+
+    from loopagent.client.refusal import SOURCE
+    from loopagent.servers import ServerBook
+
     script = [text("ok"), text("It is sunny."), completion("It is sunny.")]
     models = [{"id": "small", "object": "model", "owned_by": "me", "permissions": []}]  # llama-cpp-python's list
     with FakeServer(script, models=models) as srv:
+        ServerBook(loop_home).update(f"openai {srv.url} small", ctx_size=2048, ctx_source=SOURCE,
+                                     ctx_learned=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         proc = doctor(run_loop, "--base-url", srv.url, "-m", "small", tmp_path=tmp_path)
     assert proc.returncode == 1, proc.stdout
     line = proc.stdout.split("verdict:")[1].splitlines()[0]
     assert "llama-cpp-python: start it with --chat_format chatml-function-calling" in line
+    table = rows(proc.stdout)
+    assert table["context size"].startswith("2048") and SOURCE in table["context size"]
+    assert "ctx_size: 2048 (from its HTTP 400 error" in proc.stdout
+    assert servers_file(loop_home)[f"openai {srv.url} small"]["ctx_size"] == 2048  # the probe found none: kept

@@ -4,8 +4,8 @@ llama-cpp-python without `--n_ctx` has 2,048 tokens and reports that nowhere; lo
 ran 11 steps and ended on the server's raw 400. Each server's refusal (tests/streams/ctx400_*.json)
 is served here as an HTTP 400 by the fake server and read by the real client: the window it states
 is the advice (`--ctx-size N`), it is kept in servers.json, the next run's session line says
-`ctx_source: server` with that size, the preflight check judges the first request by it, and
-`loop doctor` reports it.
+`ctx_source: server` with that size, and the preflight check judges the first request by it
+(`loop doctor` reports it: tests/test_doctor_cli.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from loopagent.client.openai import OpenAIClient
 from loopagent.client.refusal import SOURCE, WindowExceeded, stated_window
 from loopagent.messages import UserMessage
 from loopagent.servers import ServerBook
-from tests.fakeserver import FakeServer, Reply, completion, error, text, tools
+from tests.fakeserver import FakeServer, Reply, error, text
 
 STREAMS = Path(__file__).parent / "streams"
 REFUSALS = [("ctx400_llamaserver.json", 4096), ("ctx400_llamaserver_old.json", 4096),
@@ -101,18 +101,3 @@ def _now() -> str:
     import time
 
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def test_doctor_reports_the_recorded_window(run_loop, tmp_path, loop_home):
-    read = ("read_file", {"path": "README.md"})
-    models = [{"id": "small", "object": "model", "owned_by": "me", "permissions": []}]  # llama-cpp-python's list
-    with FakeServer([text("ok"), tools(read), completion(calls=[read])], models=models) as srv:
-        book = ServerBook(loop_home)
-        key = OpenAIClient(srv.url, "small", servers=book).server_key
-        book.update(key, ctx_size=2048, ctx_source=SOURCE, ctx_learned=_now())
-        proc = run_loop("doctor", "-C", str(tmp_path), "--base-url", srv.url, "-m", "small", "--json", timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    row = next(c for c in report["checks"] if c["check"] == "context size")
-    assert row["answer"] == "2048" and SOURCE in row["detail"]
-    assert report["settings"]["ctx_size"] == 2048
