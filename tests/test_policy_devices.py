@@ -44,6 +44,12 @@ TABLE = [
     ("cd /dev && tee sda < img", "DD"),
     ("cd /dev && truncate -s 0 sda", "DD"),
     ("dd if=/dev/zero of=/dev/sda", "DD"),
+    # a name in the workspace through which a disk is written later
+    ("ln -s /dev/sda disk", "DD"),
+    ("ln -sfn ../../dev/sdb1 data", "DD"),  # relative to the link's directory: /dev/sdb1
+    ("ln -s $d disk", "QA"),
+    ("d=/dev/sda; ln -s $d x; dd of=x", "QA"),
+    ("mknod disk b 8 0", "DA"),
     # what stays allowed: files whose place is known, harmless devices, reading in /dev
     ("dd if=/dev/zero of=out.img bs=1M count=1", "AA"),
     ("cd build && dd if=/dev/zero of=disk.img count=1", "AA"),
@@ -51,6 +57,9 @@ TABLE = [
     ("dd if=in.bin of=/dev/null", "AA"),
     ("shred -u secret.txt", "AA"),
     ("cd /dev && ls", "AA"),
+    ("ln -s build/app bin/app", "AA"),
+    ("ln -sf /dev/null build.log", "AA"),
+    ("mknod pipe p", "AA"),
     ("cp build/app $DEST", "AA"),  # not a raw writer: only a literal or resolved /dev path denies
     ("d=build; shred $d/key", "DA"),
 ]
@@ -76,6 +85,22 @@ def test_a_disk_is_denied_in_every_mode(mode):
 def test_unavailable_sandbox_hides_no_disk():
     decision = Policy("all", [], ROOT, sandbox="unavailable").check("cd /dev && dd if=/dev/zero of=sda")
     assert decision.verdict == "deny" and "/dev/sda" in decision.reason
+
+
+def test_a_link_made_earlier_is_judged_by_where_it_leads(tmp_path):
+    """An earlier call left `disk -> /dev/sda` in the workspace; `dd of=disk` looks harmless. Nothing is written:
+    the policy only resolves the path (the run's own resolver, as build.py gives it)."""
+    from loopagent.tools.workspace import Workspace
+
+    (tmp_path / "disk").symlink_to("/dev/sda")
+    (tmp_path / "out").symlink_to(tmp_path / "real.img")
+    ws = Workspace(tmp_path)
+    for sandbox, verdict in (("off", "deny"), ("sandboxed", "allow")):
+        policy = Policy("all", [], ws.root, sandbox=sandbox, resolve=ws.real_rel)
+        decision = policy.check("dd if=/dev/zero of=disk bs=1M")
+        assert decision.verdict == verdict, (sandbox, decision)
+        assert policy.check("shred -n 1 out").verdict == "allow"  # a link that stays inside is a file
+    assert "a link out of the workspace" in Policy("all", [], ws.root, resolve=ws.real_rel).check("shred disk").reason
 
 
 def test_headless_run_denies_dd_to_a_variable(run_loop, server, tmp_path: Path):

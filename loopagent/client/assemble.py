@@ -144,7 +144,7 @@ class TurnAssembler:
                                  self.partial())
         if reason in CUT_ENDS:
             raise OutputCut(
-                "the model stopped at its output limit (finish_reason \"length\"); "
+                f"the model stopped at its output limit (finish_reason \"{reason}\"); "
                 "raise max_tokens or shorten the request", replace(self.partial(), stop_reason="length"),
                 cut_call=bool(self.slots),
             )
@@ -170,7 +170,6 @@ class TurnAssembler:
             stop_reason="tool_calls" if calls else "stop",
             usage=self.usage,
         )
-
 
     def unusual_end(self) -> str:
         """What to tell the user about a kept reply whose finish reason loop does not know, or ""."""

@@ -30,7 +30,7 @@ FILE_CHANGERS = frozenset({"cp", "mv", "install", "ln", "touch", "truncate", "rm
                            "shred", "unlink", "mkdir", "patch", "rsync", "sed", "perl", "tee", "dd"})
 FORCE_FLAGS = ("--force", "--force-with-lease", "--force-if-includes", "--mirror")
 # Programs the built-in rules look at; fail-closed scanning starts a command at each of them.
-JUDGED = ROOT_PROGRAMS | FORMATTERS | DEVICE_WRITERS | {"rm", "dd", "git"}
+JUDGED = ROOT_PROGRAMS | FORMATTERS | DEVICE_WRITERS | {"rm", "dd", "git", "ln", "mknod"}
 FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1")
 ALWAYS_DENIED = re.compile(r"(?<![\w.-])(sudo|su|doas|pkexec|run0|runuser|mkfs[\w.]*)(?![\w-])")
 
@@ -69,6 +69,10 @@ def builtin(cmd: Command, cwd: str | None, root: str, devices: bool = False) -> 
     device = device_write(cmd, None if cmd.chdir else cwd, devices)
     if device:
         return Decision("deny", device, RULE_DEVICE)
+    if prog in ("mknod", "ln"):
+        found = device_node(cmd, None if cmd.chdir else cwd, devices)
+        if found:
+            return found
     if prog == "rm":
         return rm_verdict(cmd, None if cmd.chdir else cwd, root)
     if prog == "find" and "-delete" in args:
@@ -129,15 +133,8 @@ def config_read_only(args: Sequence[str]) -> bool:
 def device_write(cmd: Command, cwd: str | None, devices: bool) -> str | None:
     """Why this command writes to a device, or None; with `devices`, also when it may write to one."""
     targets = [(t, False) for t in cmd.writes]
-    words = list(enumerate(cmd.words[1:], start=1))
-    operands = [(i, a) for i, a in words if not a.startswith("-") and cmd.words[i - 1] not in VALUED_OPTIONS]
-    if cmd.program == "dd":
-        operands = [(i, a[3:]) for i, a in words if a.startswith("of=")]
-    elif cmd.program in COPIERS and not any(a.startswith(("-t", "--target")) for _, a in words):
-        # the sources are only read, but a literal /dev/ path stays denied as before
-        operands = [(i, a) for n, (i, a) in enumerate(operands) if n == len(operands) - 1 or a.startswith("/dev/")]
     if cmd.program in DEVICE_WRITERS | RAW_WRITERS:
-        targets += [(a, cmd.program in RAW_WRITERS and i in cmd.unknown) for i, a in operands]
+        targets += [(a, cmd.program in RAW_WRITERS and i in cmd.unknown) for i, a in written(cmd)]
     for t, unknown in targets:
         path = None if unknown else resolve(t, cwd)
         if path is None and devices and (unknown or cmd.program in RAW_WRITERS):
@@ -145,6 +142,41 @@ def device_write(cmd: Command, cwd: str | None, devices: bool) -> str | None:
                     "and no sandbox hides the disks")
         if path is not None and path.startswith("/dev/") and not is_harmless_device(path):
             return f"writes to the device {path}"
+    return None
+
+
+def written(cmd: Command) -> list[tuple[int, str]]:
+    """(index, path) of the operands a device writer writes: dd's of=, a copy's destination, the rest's files."""
+    words = list(enumerate(cmd.words[1:], start=1))
+    operands = [(i, a) for i, a in words if not a.startswith("-") and cmd.words[i - 1] not in VALUED_OPTIONS]
+    if cmd.program == "dd":
+        return [(i, a[3:]) for i, a in words if a.startswith("of=")]
+    if cmd.program in COPIERS and not any(a.startswith(("-t", "--target")) for _, a in words):
+        # the sources are only read, but a literal /dev/ path stays denied as before
+        return [(i, a) for n, (i, a) in enumerate(operands) if n == len(operands) - 1 or a.startswith("/dev/")]
+    return operands
+
+
+def device_node(cmd: Command, cwd: str | None, devices: bool) -> Decision | None:
+    """`mknod NAME b ...` and `ln -s /dev/sda NAME` make a name in the workspace through which a disk is
+    written later (by a `dd of=NAME` that looks harmless): judged like writing the device."""
+    args = [a for a in cmd.words[1:] if not a.startswith("-")]
+    if cmd.program == "mknod" and devices and any(a in ("b", "c", "u") for a in args[1:2]):
+        return Decision("deny", "mknod makes a device node, through which a disk can be written", RULE_DEVICE)
+    if cmd.program != "ln" or not args:
+        return None
+    symbolic = any(a == "--symbolic" or (a.startswith("-") and not a.startswith("--") and "s" in a)
+                   for a in cmd.words[1:])
+    home = posixpath.dirname(args[-1]) if symbolic and len(args) > 1 else ""
+    for target in args[:-1] if len(args) > 1 else args:
+        unknown = cmd.words.index(target) in cmd.unknown
+        path = None if unknown else resolve(posixpath.join(home, target) if home else target, cwd)
+        if path is not None and path.startswith("/dev/") and not is_harmless_device(path):
+            return Decision("deny", f"ln makes a link to the device {path}, through which it can be written",
+                            RULE_DEVICE)
+        if path is None and devices:
+            return Decision("ask", f"ln links to {target}, only known at run time: it may be a disk, and no "
+                                   "sandbox hides the disks", RULE_DEVICE)
     return None
 
 
