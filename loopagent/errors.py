@@ -4,8 +4,8 @@
     ├── UsageError            status error                   exit 2   a bad flag or argument
     │   └── ConfigError       status error                   exit 2   a bad config value or file
     │       └── PolicyError   status error                   exit 2   a rule that cannot be used
-    ├── ModelError            status model_error             exit 1   HTTP error, unreachable server,
-    │                                                                 an error inside the stream
+    ├── ModelError            status model_error             exit 1   HTTP error, an error inside the stream
+    │   └── ServerUnavailable status error                   exit 1   unreachable server, refused key
     ├── IncompleteTurn        status incomplete_model_turn   exit 1   cut, idle, oversized, empty,
     │                                                                 filtered or stopped for length
     ├── Cancelled             status aborted                 exit 130 the cancel token was set mid-turn
@@ -100,6 +100,12 @@ class ModelError(LoopError):
     """The model or its server failed: HTTP errors, unreachable server, an error inside the stream."""
 
     status = "model_error"
+
+
+class ServerUnavailable(ModelError):
+    """Not the model's fault: the server cannot be reached, or it refused the credentials (HTTP 401/403)."""
+
+    status = "error"
 
 
 class IncompleteTurn(LoopError):

@@ -121,8 +121,8 @@ class Agent:
                 continue
             except IncompleteTurn as exc:
                 return self.end(run, "incomplete_model_turn", str(exc))
-            except ModelError as exc:
-                return self.end(run, "model_error", str(exc))
+            except ModelError as exc:  # an unreachable server or a refused key is status error
+                return self.end(run, exc.status, str(exc))
             self.add(history, reply)  # also a partial one: the history keeps alternating
             self.emit(AssistantDone(reply))
             if reply.tool_calls:  # each gets its one result; once cancelled or unhealthy, "not run"

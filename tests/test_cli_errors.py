@@ -27,7 +27,8 @@ def test_an_unreachable_server_ends_with_a_hint_on_stderr(run_loop, tmp_path):
                     env={"LOOP_RETRIES": "0"})
     assert proc.returncode == 1
     result = json.loads(proc.stdout.splitlines()[-1])
-    assert result["type"] == "result" and result["status"] == "model_error"
+    assert result["type"] == "result" and result["status"] == "error"  # not the model's fault
+    assert result["message"].endswith("(after 1 attempt)")
     err = proc.stderr.splitlines()
     assert err[-2].startswith(f"loop: error: cannot reach {url}") and err[-2].endswith("(after 1 attempt)")
     assert err[-1] == "loop: hint: start a server there, pass --base-url URL, or run `loop doctor` to probe it"
@@ -44,7 +45,7 @@ def test_the_hint_goes_to_stderr_in_the_terminal_renderer_too(run_loop, tmp_path
 def test_a_401_without_a_key_hints_at_the_key_options(run_loop, server, tmp_path):
     server.add(error(401, "missing API key"))
     proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi")
-    assert proc.returncode == 1
+    assert proc.returncode == 1 and json.loads(proc.stdout.splitlines()[-1])["status"] == "error"
     assert "loop: error: HTTP 401" in proc.stderr
     assert proc.stderr.splitlines()[-1] == \
         "loop: hint: the server wants an API key: pass --api-key KEY or set LOOP_API_KEY"
@@ -63,6 +64,7 @@ def test_other_model_errors_get_no_hint(run_loop, server, tmp_path):
     server.add(error(400, "bad request"))
     proc = run_loop("agent", "--json", "-C", str(tmp_path), "--base-url", server.url, "hi")
     assert proc.returncode == 1 and "hint" not in proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1])["status"] == "model_error"  # the server's word on the request
 
 
 def test_policy_check_exit_code_lets_a_script_branch(tmp_path, loop_home):

@@ -174,3 +174,39 @@ def test_a_server_that_accepts_but_never_answers_is_one_line_exit_1(run_loop, tm
         proc = doctor(run_loop, "--base-url", f"http://127.0.0.1:{s.getsockname()[1]}/v1", tmp_path=tmp_path)
     assert proc.returncode == 1 and proc.stdout == ""
     assert len(proc.stderr.splitlines()) == 1 and "no answer from" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("owner", "says", "never"), [
+    ("me", "--chat_format chatml-function-calling", "llama-server: start it with --jinja"),
+    ("llamacpp", "llama-server: start it with --jinja", "--chat_format"),
+    ("vllm", "--enable-auto-tool-choice --tool-call-parser", "--jinja"),
+])
+def test_the_advice_for_a_model_that_never_calls_a_tool_names_the_detected_servers_flag(owner, says, never):
+    from loopagent.cli.doctor import Probe, verdict
+    from loopagent.client.probe import server_kind
+
+    kind = server_kind({"data": [{"id": "m", "owned_by": owner}]})
+    said = verdict(Probe(reply=object()), False, False, kind)
+    assert said.startswith("loop cannot work with this server") and says in said and never not in said
+
+
+def test_doctor_detects_llama_cpp_python_names_its_flag_and_reports_a_window_it_stated(run_loop, tmp_path, loop_home):
+    """llama-cpp-python reports its window nowhere; an earlier run's HTTP 400 stated it (tests/test_server_window.py)."""
+    import time
+
+    from loopagent.client.refusal import SOURCE
+    from loopagent.servers import ServerBook
+
+    script = [text("ok"), text("It is sunny."), completion("It is sunny.")]
+    models = [{"id": "small", "object": "model", "owned_by": "me", "permissions": []}]  # llama-cpp-python's list
+    with FakeServer(script, models=models) as srv:
+        ServerBook(loop_home).update(f"openai {srv.url} small", ctx_size=2048, ctx_source=SOURCE,
+                                     ctx_learned=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        proc = doctor(run_loop, "--base-url", srv.url, "-m", "small", tmp_path=tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    line = proc.stdout.split("verdict:")[1].splitlines()[0]
+    assert "llama-cpp-python: start it with --chat_format chatml-function-calling" in line
+    table = rows(proc.stdout)
+    assert table["context size"].startswith("2048") and SOURCE in table["context size"]
+    assert "ctx_size: 2048 (from its HTTP 400 error" in proc.stdout
+    assert servers_file(loop_home)[f"openai {srv.url} small"]["ctx_size"] == 2048  # the probe found none: kept

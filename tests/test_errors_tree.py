@@ -84,7 +84,7 @@ def test_a_bad_config_value_is_one_line_and_the_config_error_exit_code(run_loop,
     assert proc.stderr.count("\n") == 1 and "LOOP_MAX_STEPS" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_an_unreachable_server_ends_with_the_model_error_status_and_code(run_loop, tmp_path):
+def test_an_unreachable_server_ends_with_the_server_unavailable_status_and_code(run_loop, tmp_path):
     import json
     import socket
 
@@ -94,4 +94,5 @@ def test_an_unreachable_server_ends_with_the_model_error_status_and_code(run_loo
     proc = run_loop("agent", "-C", str(tmp_path), "--json", "--base-url", f"http://127.0.0.1:{port}/v1",
                     "--no-checkpoints", "hi", env={"LOOP_RETRIES": "0"})
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert (result["status"], proc.returncode) == (errors.ModelError.status, errors.ModelError.exit_code)
+    assert (result["status"], proc.returncode) == (errors.ServerUnavailable.status, errors.ServerUnavailable.exit_code)
+    assert result["status"] == "error" and proc.returncode == 1

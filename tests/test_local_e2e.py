@@ -241,7 +241,7 @@ def test_each_connection_retry_is_a_notice_as_it_happens(run_loop, ws):
     proc = run_loop("agent", "-C", str(ws), "--base-url", f"http://127.0.0.1:{port}/v1", "--json", "hi",
                     env={"LOOP_RETRIES": "2"})
     out = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    assert proc.returncode == 1 and out[-1]["status"] == "model_error"
+    assert proc.returncode == 1 and out[-1]["status"] == "error"
     retries = notices(out, "retry")
     assert len(retries) == 2
     assert retries[0].startswith(f"cannot reach http://127.0.0.1:{port}/v1/chat/completions: connection refused; "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.fakeserver import FakeServer, Reply
+from tests.fakeserver import FakeServer, Reply, completion
 
 STREAMS = Path(__file__).resolve().parent / "streams"
 NOT_FOUND = Reply(status=404, body=b'{"detail":"Not Found"}')  # what llama-cpp-python answers at /props
@@ -44,7 +44,29 @@ def test_an_empty_message_stream_is_one_request_and_a_clean_stop(run_loop, tmp_p
         out = [json.loads(line) for line in proc.stdout.splitlines()]
         assert proc.returncode == 1 and out[-1]["status"] == "incomplete_model_turn", proc.stdout
         assert "empty reply" in out[-1]["message"]
+        assert "tools were offered" in out[-1]["message"]  # why a reply can be empty, before the server is known
         assert len(srv.requests) == 1 and srv.requests[0]["stream"] is True  # no fallback, no retry
         assert (out[0]["ctx_size"], out[0]["ctx_source"]) == (16384, "default")
         assert srv.gets == ["/props", "/v1/models", "/api/v0/models"] and [p for p, _ in srv.posts] == ["/api/show"]
         assert "reports no context size" in proc.stderr and "--ctx-size" in proc.stderr
+
+
+def test_an_empty_text_reply_from_a_server_known_for_it_says_why_and_what_to_do(run_loop, tmp_path, loop_home):
+    """servers.json knows this server cannot stream tool calls (llama-cpp-python's empty 200): its empty
+    text reply beside tools is explained, naming its chat format and the flags that help."""
+    from loopagent.client.openai import OpenAIClient
+    from loopagent.servers import ServerBook
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with FakeServer([completion("")], props=NOT_FOUND) as srv:  # llama-cpp-python's unstreamed empty answer
+        book = ServerBook(loop_home)
+        book.update(OpenAIClient(srv.url, "default").server_key, stream_tools=False)
+        proc = run_loop("agent", "-C", str(ws), "--base-url", srv.url, "--json", "--ctx-size", "8192",
+                        "--no-checkpoints", "what is 2+2?")
+        out = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert srv.requests[0]["stream"] is False and srv.requests[0]["tools"]
+    assert proc.returncode == 1 and out[-1]["status"] == "incomplete_model_turn"
+    said = out[-1]["message"]
+    assert said.startswith("the model sent an empty reply")
+    assert "--chat_format chatml-function-calling" in said and "llama-server --jinja" in said

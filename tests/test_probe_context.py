@@ -8,7 +8,7 @@ import socket
 import httpx
 import pytest
 
-from loopagent.client.probe import api_root, probe_context
+from loopagent.client.probe import api_root, probe_context, server_kind
 from tests.fakeserver import FakeServer, Reply
 
 # Bodies shaped like the real servers' (trimmed, keys as they send them).
@@ -133,3 +133,15 @@ def test_a_silent_server_costs_one_timeout_not_four():
             start = time.monotonic()
             assert probe_context(http, url, "m", timeout=0.5) == (None, "")
             assert time.monotonic() - start < 1.5  # four timeouts would take 2 s
+
+
+@pytest.mark.parametrize(("owner", "label", "provider", "kind"), [
+    ("me", "", "openai", "llama-cpp-python"), ("llamacpp", "", "openai", "llama-server"),
+    ("vllm", "", "openai", "vLLM"), ("library", "", "openai", "Ollama"), ("organization_owner", "", "openai", "LM Studio"),
+    ("fake", "llama.cpp /props", "openai", "llama-server"), ("fake", "vLLM /v1/models", "openai", "vLLM"),
+    ("fake", "", "ollama", "Ollama"), ("fake", "", "openai", ""), (None, "", "openai", ""),
+])
+def test_the_server_kind_from_its_model_list_or_its_context_endpoint(owner, label, provider, kind):
+    models = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": owner}]}
+    assert server_kind(models, label, provider) == kind
+    assert server_kind("not json", "", "openai") == "" and server_kind({"data": [1, "x"]}) == ""

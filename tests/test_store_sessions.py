@@ -59,7 +59,7 @@ def test_a_run_refused_before_the_first_answer_leaves_no_session(run_loop, tmp_p
         url = closed.url
     proc = run_loop("agent", "-C", str(ws), "--base-url", url, "--json", "hello", env={"LOOP_RETRIES": "0"})
     assert proc.returncode == 1, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1])["status"] == "model_error"
+    assert json.loads(proc.stdout.splitlines()[-1])["status"] == "error"
     assert sessions(loop_home) == []
     assert not list((loop_home / "sessions").glob("*/*.lock"))
     assert "no saved sessions" in run_loop("sessions", "-C", str(ws)).stdout

@@ -232,8 +232,8 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     settings = config.settings
     environ = {**host.environ, **opts.extra_env}
     hub = launch_mcp(settings, host, opts.workspace)  # starting while the rest is built; awaited below
-    # a rule naming no tool is a load error, never a shell rule; a configured server's tools may be missing
-    check_rules(config.rules, {t.name: t for t in default_tools()}, mcp_prefixes(settings))
+    # a rule shaped like no tool name is a load error, never a shell rule; one about a tool absent now is not
+    check_rules(config.rules)
     try:
         sandbox = open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ,
                                config.sources["sandbox"])

@@ -51,15 +51,20 @@ def load(workspace: Path, flags: dict):
 
 
 def check_known(config) -> None:
-    """Exit 2 with one line when a rule names a tool that does not exist (it must not become a shell rule)."""
+    """Exit 2 with one line when a rule's shape names no possible tool (it must not become a shell rule);
+    a note on stderr for each tool rule that matches no tool known now (built-in or a configured server's)."""
+    from loopagent.cli.build import mcp_prefixes
     from loopagent.errors import UsageError
-    from loopagent.policy.rules import check_rules
+    from loopagent.policy.rules import check_rules, unmatched_rules
     from loopagent.tools import default_tools
 
     try:
-        check_rules(config.rules, [t.name for t in default_tools()])
+        check_rules(config.rules)
     except UsageError as exc:
         raise fail(str(exc)) from None
+    for rule in unmatched_rules(config.rules, [t.name for t in default_tools()], mcp_prefixes(config.settings)):
+        typer.echo(f"loop: note: {printable(rule.describe())} matches no tool known now (no built-in tool "
+                   "and no configured MCP server's); it applies once such a tool exists", err=True)
 
 
 def sandbox_of(workspace: Path, config):

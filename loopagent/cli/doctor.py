@@ -56,6 +56,7 @@ class Report:
     ok: bool = False
     hint: str = ""
     fatal: str = ""  # nothing to tabulate: the server cannot be reached or refuses us
+    kind: str = ""  # the server software, when its model list or context endpoint says (client/probe.py)
 
     def as_json(self) -> dict[str, Any]:
         """The machine-readable form of `loop doctor --json`."""
@@ -126,9 +127,10 @@ def examine(config, host, provider: str) -> Report:
     try:
         if not listed(report, http, settings, hide):
             return report
-        from loopagent.client.probe import probe_context
+        from loopagent.client.probe import probe_context, server_kind
 
-        ctx = probe_context(http, settings.base_url, settings.model, provider, timeout=GET_TIMEOUT)
+        probed = probe_context(http, settings.base_url, settings.model, provider, timeout=GET_TIMEOUT)
+        report.kind = report.kind or server_kind(None, probed[1], provider)
         text = ask(client, [UserMessage(TEXT_PROMPT)], [], True, host.clock)
         client.max_tokens = TOOL_TOKENS
         task, tools = first_request()
@@ -137,9 +139,19 @@ def examine(config, host, provider: str) -> Report:
     finally:
         http.close()
         client.close()
-    judge(report, config, text, streamed, plain, ctx)
-    record(report, host, provider, settings, streamed, plain, ctx)
+    judge(report, config, text, streamed, plain, probed if probed[0] else recorded_window(host, provider, settings))
+    record(report, host, provider, settings, streamed, plain, probed)
     return report
+
+
+def recorded_window(host, provider: str, settings) -> tuple[int | None, str]:
+    """The window a server stated in an HTTP 400 of an earlier run (client/refusal.py), kept in servers.json."""
+    from loopagent.client.refusal import SOURCE
+    from loopagent.servers import ServerBook, server_key
+
+    known = ServerBook(host.home).get(server_key(provider, settings.base_url, settings.model))
+    return (known.ctx_size, f"{SOURCE} in an earlier run, kept in servers.json") if (
+        known.ctx_size and known.ctx_source == SOURCE) else (None, "")
 
 
 @functools.cache
@@ -185,6 +197,10 @@ def listed(report: Report, http, settings, hide) -> bool:
         report.hint = BAD_KEY if settings.api_key else NO_KEY
         return False
     names = model_names(response, report.provider) if response.status_code == 200 else None
+    if names:
+        from loopagent.client.probe import server_kind
+
+        report.kind = server_kind(response.json(), "", report.provider)
     if names:
         more = f" (+{len(names) - 5} more)" if len(names) > 5 else ""
         missing = "" if settings.model in names else f"; {settings.model!r} not among them (-m NAME if the server minds)"
@@ -281,7 +297,7 @@ def judge(report: Report, config, text: Probe, streamed: Probe, plain: Probe, ct
     rows.append(("context size", str(size), label) if size else ("context size", "unknown", "no endpoint reported it"))
     rows += speed(text)
     report.ok = text.reply is not None and (s_ok or p_ok)
-    report.verdict = verdict(text, s_ok, p_ok)
+    report.verdict = verdict(text, s_ok, p_ok, report.kind)
     if any(p.error.startswith(("HTTP 401 ", "HTTP 403 ")) for p in (text, streamed, plain)):
         report.hint = BAD_KEY if settings.api_key else NO_KEY
     stream_tools(report, config, streamed, s_ok, p_ok)
@@ -306,7 +322,7 @@ def speed(text: Probe) -> list[tuple[str, str, str]]:
     return rows
 
 
-def verdict(text: Probe, s_ok: bool, p_ok: bool) -> str:
+def verdict(text: Probe, s_ok: bool, p_ok: bool, kind: str = "") -> str:
     """One line: can loop work with this server, and how."""
     if text.reply is None:
         return f"loop cannot work with this server: a plain streamed request failed ({text.error})"
@@ -315,8 +331,22 @@ def verdict(text: Probe, s_ok: bool, p_ok: bool) -> str:
     if p_ok:
         return "loop can work with this server: tool calls only without streaming (loop sends those unstreamed)"
     return ("loop cannot work with this server: it answers, but no request returned a tool call (streamed or "
-            "not), so loop could not act; use a model and chat template with tool calling "
-            "(llama-server: --jinja)")
+            f"not), so loop could not act; {TOOL_ADVICE.get(kind, GENERIC_ADVICE)}")
+
+
+# How each server is made to call tools: the flag is the server's own, so advice names the one detected.
+TOOL_ADVICE = {
+    "llama-server": "llama-server: start it with --jinja and a model whose chat template calls tools",
+    "llama-cpp-python": "llama-cpp-python: start it with --chat_format chatml-function-calling or the model's "
+                        "own function-calling format (--jinja is llama-server's flag, not its)",
+    "vLLM": "vLLM: start it with --enable-auto-tool-choice --tool-call-parser PARSER (hermes for Qwen and "
+            "Hermes, llama3_json for Llama 3, mistral for Mistral)",
+    "Ollama": "Ollama: use a model tagged tools (ollama.com/search?c=tools)",
+    "LM Studio": "LM Studio: load a model it marks as able to use tools",
+}
+GENERIC_ADVICE = ("use a model and chat template with tool calling (llama-server: --jinja; llama-cpp-python: "
+                  "--chat_format chatml-function-calling; vLLM: --enable-auto-tool-choice --tool-call-parser "
+                  "PARSER; Ollama: a model tagged tools)")
 
 
 def stream_tools(report: Report, config, streamed: Probe, s_ok: bool, p_ok: bool) -> None:

@@ -15,7 +15,7 @@ BAD_KEY = "the server refused the API key: check --api-key or LOOP_API_KEY (OPEN
 
 def hint_for(end: RunEnd, has_key: bool) -> str:
     """The hint for a run that ended on its server, or "" when there is nothing useful to add."""
-    if end.status != "model_error":
+    if end.status not in ("model_error", "error"):
         return ""
     if end.message.startswith("cannot reach "):
         return UNREACHABLE

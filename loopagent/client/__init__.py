@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from loopagent.errors import Cancelled, IncompleteTurn, ModelError
+from loopagent.errors import Cancelled, IncompleteTurn, ModelError, ServerUnavailable
 from loopagent.events import Event
 from loopagent.messages import AssistantMessage, Message
 
-__all__ = ["CancelSignal", "Cancelled", "IncompleteTurn", "ModelClient", "ModelError"]  # errors: see loopagent/errors.py
+__all__ = ["CancelSignal", "Cancelled", "IncompleteTurn", "ModelClient", "ModelError",
+           "ServerUnavailable"]  # errors: see loopagent/errors.py
 
 
 class CancelSignal(Protocol):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopagent.client import IncompleteTurn, ModelError
-from loopagent.events import Event, TextDelta, ThinkingDelta
+from loopagent.events import Event, Notice, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, ToolCall, Usage
 from loopagent.thinking import split_thinking
 
@@ -131,19 +132,23 @@ class TurnAssembler:
         return AssistantMessage(text="".join(self.text), thinking="".join(self.thinking),
                                 stop_reason="incomplete", usage=self.usage)
 
-    def finish(self) -> AssistantMessage:
-        """The complete turn; raises IncompleteTurn when the stream did not finish properly."""
+    def finish(self, complete: bool = False) -> AssistantMessage:
+        """The complete turn; raises IncompleteTurn when the stream did not finish properly.
+
+        `complete`: the server said the stream is over (`[DONE]`, or one whole JSON reply), so a
+        text answer with a finish reason loop does not know is kept (`unusual_end` says why).
+        """
         reason = self.finish_reason
         if reason is None:
             raise IncompleteTurn("the model stream ended without a finish reason (cut short or empty)",
                                  self.partial())
-        if reason == "length":
+        if reason in CUT_ENDS:
             raise OutputCut(
-                "the model stopped at its output limit (finish_reason \"length\"); "
+                f"the model stopped at its output limit (finish_reason \"{reason}\"); "
                 "raise max_tokens or shorten the request", replace(self.partial(), stop_reason="length"),
                 cut_call=bool(self.slots),
             )
-        if reason not in NORMAL_ENDS:
+        if reason not in NORMAL_ENDS and not (complete and reason not in STOPPED_ENDS and not self.slots):
             # content_filter with a tool call once ran the tool: a reply the server stopped runs nothing.
             raise IncompleteTurn(abnormal_end(reason, len(self.slots)), self.partial())
         calls = tuple(
@@ -166,10 +171,48 @@ class TurnAssembler:
             usage=self.usage,
         )
 
+    def unusual_end(self) -> str:
+        """What to tell the user about a kept reply whose finish reason loop does not know, or ""."""
+        reason = self.finish_reason
+        if reason is None or reason in NORMAL_ENDS:
+            return ""
+        return (f"the server ended the reply with finish_reason {reason[:60]!r}, which loop does not know; "
+                "the stream was complete, so the answer is kept")
+
+
+def finished(turn: TurnAssembler, emit: Callable[[Event], None]) -> AssistantMessage:
+    """The turn of a stream the server said is complete; an unknown finish reason is said, not fatal."""
+    reply = turn.finish(complete=True)
+    if note := turn.unusual_end():
+        emit(Notice("warning", note))
+    return reply
+
+
+EMPTY = "the model sent an empty reply"
+# Servers that cannot stream tool calls (llama-cpp-python) also answer empty in text beside tools.
+KNOWN_EMPTY = ("this server answers with nothing when tools are offered and the model does not call one "
+               "(llama-cpp-python's --chat_format chatml-function-calling allows only a tool call): ask for "
+               "something a tool does, start it with the model's own function-calling chat format, or use "
+               "llama-server --jinja; `loop doctor` checks a server")
+MAYBE_EMPTY = "tools were offered: a chat format that can only call a tool sends nothing else; `loop doctor` checks"
+
+
+def explain_empty(exc: IncompleteTurn, tools: bool, known: bool) -> IncompleteTurn:
+    """`exc`, or for an empty reply to a request with tools the same turn with why and what to do."""
+    if type(exc) is not IncompleteTurn or not tools or not str(exc).startswith(EMPTY):
+        return exc
+    return IncompleteTurn(f"{exc}; {KNOWN_EMPTY if known else MAYBE_EMPTY}", exc.partial)
+
 
 # The finish reasons of a reply that ended as meant. "function_call" is OpenAI's older name for a call;
-# "eos_token" and "stop_sequence" are how Hugging Face TGI says "stop".
-NORMAL_ENDS = {"stop", "tool_calls", "function_call", "eos_token", "stop_sequence"}
+# "eos_token", "eos" and "stop_sequence" are how Hugging Face TGI and gateways in front of it say "stop";
+# "end_turn", "end" and "tool_use" come through Anthropic-style gateways and Together.
+NORMAL_ENDS = {"stop", "tool_calls", "function_call", "eos_token", "eos", "stop_sequence", "end_turn", "end",
+               "tool_use"}
+# Stopped at the output limit: "max_tokens" is the Anthropic-style name of "length".
+CUT_ENDS = {"length", "max_tokens"}
+# Ends where the server withheld the reply: never kept, whatever else arrived.
+STOPPED_ENDS = {"content_filter", "refusal", "safety", "recitation"}
 
 
 def abnormal_end(reason: str, calls: int) -> str:

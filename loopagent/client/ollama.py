@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError
+from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError, ServerUnavailable
 from loopagent.client.assemble import EmptyStream, TurnAssembler
 from loopagent.client.ndjson import LineDecoder
 from loopagent.client.openai import OpenAIClient
@@ -170,9 +170,9 @@ class OllamaClient(OpenAIClient):
         try:
             return super().send(messages, tools, emit, cancel, stream)
         except ModelError as exc:
-            if type(exc) is not ModelError or not (hint := self._hint(str(exc))):
+            if type(exc) not in (ModelError, ServerUnavailable) or not (hint := self._hint(str(exc))):
                 raise  # StreamToolsRefused and the like: the fallback needs them as they are
-            raise ModelError(f"{exc}; {hint}") from exc
+            raise type(exc)(f"{exc}; {hint}") from exc
 
     def _hint(self, message: str) -> str:
         said = message.lower()

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError
-from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler
+from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError, ServerUnavailable
+from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler, explain_empty, finished
 from loopagent.client.sse import MAX_LINE_BYTES, LineTooLong, SSEDecoder
 from loopagent.client.textcalls import recovered
 from loopagent.client.watch import Hangup, Idle, on_cancel
@@ -168,6 +168,11 @@ class OpenAIClient:
         except OutputCut as exc:
             exc.limit = self.max_tokens
             raise
+        except IncompleteTurn as exc:  # an empty reply beside tools: say why, when this server is known for it
+            explained = explain_empty(exc, bool(tools), not stream or self._streams_tools is False)
+            if explained is exc:
+                raise
+            raise explained from exc
         finally:
             line.done()
             if remove is not None:
@@ -194,9 +199,7 @@ class OpenAIClient:
                                                         f"{self._retrying(attempt, delay)}")))
                     elif response.status_code >= 400:
                         response.read()
-                        raise ModelError(self.clean(
-                            f"HTTP {response.status_code} from {self.shown}: {_server_message(response)}"
-                        ))
+                        raise self._refusal(response)
                     else:
                         # From here on bytes have arrived: nothing is retried.
                         return self._consume(response, emit, cancel)
@@ -204,7 +207,7 @@ class OpenAIClient:
                 if attempt >= self.retries:
                     from loopagent.counts import counted
 
-                    raise ModelError(self.clean(
+                    raise ServerUnavailable(self.clean(
                         f"cannot reach {self.shown}: {_reason(exc)} (after {counted(attempt + 1, 'attempt')})"
                     )) from exc
                 delay = self._delay(attempt, None)
@@ -213,10 +216,27 @@ class OpenAIClient:
             except (httpx.HTTPError, httpx.InvalidURL) as exc:  # bad scheme or URL, timeout before any byte
                 if cancel is not None and cancel.is_set():
                     raise Cancelled(AssistantMessage(stop_reason="incomplete")) from exc
-                raise ModelError(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
+                failed = ModelError if isinstance(exc, httpx.TimeoutException) else ServerUnavailable
+                raise failed(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
             attempt += 1
             wait = getattr(cancel, "wait", None)
             wait(delay) if callable(wait) else self.sleep(delay)  # a cancel token's wait ends early on set
+
+    def _refusal(self, response: httpx.Response) -> ModelError:
+        """The error for an HTTP error status: a refused key, a request too long for the window (whose size,
+        when the server states it, is kept in servers.json for the next run), or the server's own words."""
+        from loopagent.client.refusal import SOURCE, WindowExceeded, refusal
+
+        heading = self.clean(f"HTTP {response.status_code} from {self.shown}: {_server_message(response)}")
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        found = refusal(response.status_code, heading, body)
+        if isinstance(found, WindowExceeded) and found.window and self.servers is not None:
+            learned = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            self.servers.update(self.server_key, ctx_size=found.window, ctx_source=SOURCE, ctx_learned=learned)
+        return found
 
     def _retrying(self, attempt: int, delay: float) -> str:
         return f"retrying ({attempt + 2}/{self.retries + 1}) in {delay:.1f} s"
@@ -254,7 +274,7 @@ class OpenAIClient:
             # A server that ignored stream: true and sent one JSON reply.
             for event in turn.feed(self._json_body(response, turn, cancel)):
                 emit(event)
-            return turn.finish()
+            return finished(turn, emit)
         if "text/event-stream" not in kind.partition(";")[0]:
             raise ModelError(self.clean(f"{self.shown} did not answer with an event stream "
                                         f"(Content-Type {kind.partition(';')[0]!r})"))
@@ -269,7 +289,7 @@ class OpenAIClient:
             for data in decoder.feed(chunk):
                 seen = True
                 if self._take(data, turn, emit):
-                    return turn.finish()
+                    return finished(turn, emit)
             if cancel is not None and cancel.is_set():
                 raise Cancelled(turn.partial())
             if idle.expired(turn.progress):
@@ -279,7 +299,7 @@ class OpenAIClient:
         for data in decoder.close():
             seen = True
             if self._take(data, turn, emit):
-                break
+                return finished(turn, emit)
         if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
             raise Cancelled(turn.partial())
         if not seen:  # not one event: a refusal after the headers (tools it cannot stream, a full context)

@@ -156,3 +156,23 @@ def probe(http: httpx.Client, base_url: str, model: str, provider: str = "openai
         if size:
             return size, label, True
     return None, "", reached
+
+
+# Who answers /v1/models, by the `owned_by` its entries carry (each server writes its own word there).
+OWNERS = {"me": "llama-cpp-python", "llamacpp": "llama-server", "vllm": "vLLM", "library": "Ollama",
+          "organization_owner": "LM Studio"}
+# ...else by the endpoint that reported the context size (cli/discovery.py's labels).
+LABELS = {"llama.cpp": "llama-server", "vLLM": "vLLM", "LM Studio": "LM Studio", "Ollama": "Ollama"}
+
+
+def server_kind(models: Any, ctx_label: str = "", provider: str = "openai") -> str:
+    """The server software behind a URL ("llama-server", "llama-cpp-python", "vLLM", "Ollama", "LM Studio"),
+    or "" when nothing it sent says so."""
+    if provider == "ollama":
+        return "Ollama"
+    data = models.get("data") if isinstance(models, dict) else None
+    owners = {item.get("owned_by") for item in data if isinstance(item, dict)} if isinstance(data, list) else set()
+    found = {OWNERS[o] for o in owners if isinstance(o, str) and o in OWNERS}
+    if len(found) == 1:
+        return found.pop()
+    return LABELS.get(ctx_label.split(" ", 1)[0], "")

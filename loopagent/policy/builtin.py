@@ -19,12 +19,18 @@ ROOT_PROGRAMS = frozenset({"sudo", "su", "doas", "pkexec", "run0", "runuser"})
 FORMATTERS = frozenset({"mke2fs", "mkswap", "wipefs"})
 DOWNLOADERS = frozenset({"curl", "wget"})
 DEVICE_WRITERS = frozenset({"cp", "mv", "install", "shred", "blkdiscard", "truncate", "tee"})
+COPIERS = frozenset({"cp", "mv", "install"})
+# Options of the device writers whose value is the next word, not a file (shred -n 3, truncate -s 0).
+VALUED_OPTIONS = frozenset({"-n", "-s", "-r", "--iterations", "--size", "--reference", "--random-source",
+                            "-o", "--offset", "-l", "--length", "-p", "--step", "-m", "-g"})
+# Programs made for raw devices: where their target cannot be shown not to be one, it is judged as one.
+RAW_WRITERS = frozenset({"dd", "shred", "blkdiscard", "wipefs"})
 # Programs whose operands are files they change; a protected path among them asks.
 FILE_CHANGERS = frozenset({"cp", "mv", "install", "ln", "touch", "truncate", "rm", "rmdir", "chmod", "chown",
                            "shred", "unlink", "mkdir", "patch", "rsync", "sed", "perl", "tee", "dd"})
 FORCE_FLAGS = ("--force", "--force-with-lease", "--force-if-includes", "--mirror")
 # Programs the built-in rules look at; fail-closed scanning starts a command at each of them.
-JUDGED = ROOT_PROGRAMS | FORMATTERS | DEVICE_WRITERS | {"rm", "dd", "git"}
+JUDGED = ROOT_PROGRAMS | FORMATTERS | DEVICE_WRITERS | {"rm", "dd", "git", "ln", "mknod"}
 FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*\1\s*\|\s*\1")
 ALWAYS_DENIED = re.compile(r"(?<![\w.-])(sudo|su|doas|pkexec|run0|runuser|mkfs[\w.]*)(?![\w-])")
 
@@ -40,8 +46,12 @@ RULE_PROTECTED = "built-in: writes to .git/config, .git/hooks or .loop"
 RULE_FIND = "built-in: find -delete outside the workspace"
 
 
-def builtin(cmd: Command, cwd: str | None, root: str) -> Decision | None:
-    """The built-in rules for one command: a deny, an ask, or None."""
+def builtin(cmd: Command, cwd: str | None, root: str, devices: bool = False) -> Decision | None:
+    """The built-in rules for one command: a deny, an ask, or None.
+
+    `devices`: the host's disks are reachable (no sandbox, whose /dev holds none), so a raw
+    writer's target only known at run time, or relative to an unknown directory, is judged a disk.
+    """
     prog, args = cmd.program, cmd.words[1:]
     if prog in ROOT_PROGRAMS:
         return Decision("deny", f"{prog} runs commands as another user; loop never does", RULE_ROOT)
@@ -56,9 +66,13 @@ def builtin(cmd: Command, cwd: str | None, root: str) -> Decision | None:
         found = git_verdict(cmd)
         if found:
             return found
-    device = device_write(cmd)
+    device = device_write(cmd, None if cmd.chdir else cwd, devices)
     if device:
-        return Decision("deny", f"writes to the device {device}", RULE_DEVICE)
+        return Decision("deny", device, RULE_DEVICE)
+    if prog in ("mknod", "ln"):
+        found = device_node(cmd, None if cmd.chdir else cwd, devices)
+        if found:
+            return found
     if prog == "rm":
         return rm_verdict(cmd, None if cmd.chdir else cwd, root)
     if prog == "find" and "-delete" in args:
@@ -66,7 +80,7 @@ def builtin(cmd: Command, cwd: str | None, root: str) -> Decision | None:
     if has_braces(cmd.words[0]):  # `{rm,-rf,..}`: judge what the expansion runs
         expanded = tuple(w for word in cmd.words for w in braces(word))
         if expanded != cmd.words:
-            return builtin(Command(expanded, functions=cmd.functions), cwd, root)
+            return builtin(Command(expanded, functions=cmd.functions), cwd, root, devices)
     return None
 
 
@@ -116,16 +130,53 @@ def config_read_only(args: Sequence[str]) -> bool:
     return len(operands) == 1  # `git config user.name` prints it
 
 
-def device_write(cmd: Command) -> str | None:
-    targets = list(cmd.writes)
+def device_write(cmd: Command, cwd: str | None, devices: bool) -> str | None:
+    """Why this command writes to a device, or None; with `devices`, also when it may write to one."""
+    targets = [(t, False) for t in cmd.writes]
+    if cmd.program in DEVICE_WRITERS | RAW_WRITERS:
+        targets += [(a, cmd.program in RAW_WRITERS and i in cmd.unknown) for i, a in written(cmd)]
+    for t, unknown in targets:
+        path = None if unknown else resolve(t, cwd)
+        if path is None and devices and (unknown or cmd.program in RAW_WRITERS):
+            return (f"{cmd.program} writes to {t}, which may be a disk: its path is only known at run time "
+                    "and no sandbox hides the disks")
+        if path is not None and path.startswith("/dev/") and not is_harmless_device(path):
+            return f"writes to the device {path}"
+    return None
+
+
+def written(cmd: Command) -> list[tuple[int, str]]:
+    """(index, path) of the operands a device writer writes: dd's of=, a copy's destination, the rest's files."""
+    words = list(enumerate(cmd.words[1:], start=1))
+    operands = [(i, a) for i, a in words if not a.startswith("-") and cmd.words[i - 1] not in VALUED_OPTIONS]
     if cmd.program == "dd":
-        targets += [a[3:] for a in cmd.words[1:] if a.startswith("of=")]
-    if cmd.program in DEVICE_WRITERS:
-        targets += [a for a in cmd.words[1:] if a.startswith("/dev/")]
-    for t in targets:
-        path = clean(t)
-        if path.startswith("/dev/") and not is_harmless_device(path):
-            return path
+        return [(i, a[3:]) for i, a in words if a.startswith("of=")]
+    if cmd.program in COPIERS and not any(a.startswith(("-t", "--target")) for _, a in words):
+        # the sources are only read, but a literal /dev/ path stays denied as before
+        return [(i, a) for n, (i, a) in enumerate(operands) if n == len(operands) - 1 or a.startswith("/dev/")]
+    return operands
+
+
+def device_node(cmd: Command, cwd: str | None, devices: bool) -> Decision | None:
+    """`mknod NAME b ...` and `ln -s /dev/sda NAME` make a name in the workspace through which a disk is
+    written later (by a `dd of=NAME` that looks harmless): judged like writing the device."""
+    args = [a for a in cmd.words[1:] if not a.startswith("-")]
+    if cmd.program == "mknod" and devices and any(a in ("b", "c", "u") for a in args[1:2]):
+        return Decision("deny", "mknod makes a device node, through which a disk can be written", RULE_DEVICE)
+    if cmd.program != "ln" or not args:
+        return None
+    symbolic = any(a == "--symbolic" or (a.startswith("-") and not a.startswith("--") and "s" in a)
+                   for a in cmd.words[1:])
+    home = posixpath.dirname(args[-1]) if symbolic and len(args) > 1 else ""
+    for target in args[:-1] if len(args) > 1 else args:
+        unknown = cmd.words.index(target) in cmd.unknown
+        path = None if unknown else resolve(posixpath.join(home, target) if home else target, cwd)
+        if path is not None and path.startswith("/dev/") and not is_harmless_device(path):
+            return Decision("deny", f"ln makes a link to the device {path}, through which it can be written",
+                            RULE_DEVICE)
+        if path is None and devices:
+            return Decision("ask", f"ln links to {target}, only known at run time: it may be a disk, and no "
+                                   "sandbox hides the disks", RULE_DEVICE)
     return None
 
 
@@ -210,7 +261,7 @@ def protected_write(cmd: Command, cwd: str | None, root: str) -> Decision | None
     return None
 
 
-def fail_closed(raw: str, deny_rules, root: str) -> Decision | None:
+def fail_closed(raw: str, deny_rules, root: str, devices: bool = False) -> Decision | None:
     """For text that could not be checked exactly: deny when it names a denied program anywhere."""
     text = re.sub(r"[\\'\"]", "", raw)  # r''m -> rm
     hit = ALWAYS_DENIED.search(text)
@@ -237,13 +288,13 @@ def fail_closed(raw: str, deny_rules, root: str) -> Decision | None:
         # any word may be where a command starts (`echo "rm -rf /" | bash`): try each one
         for i, word in enumerate(words):
             if posixpath.basename(word) in JUDGED or word.startswith("mkfs"):
-                found = builtin(Command(tuple(words[i:])), cwd, root)
+                found = builtin(Command(tuple(words[i:])), cwd, root, devices)
                 if found and found.verdict == "deny":
                     return Decision("deny", found.reason, f"{found.rule} (fail closed)")
     if re.search(r"\{[^{}\s]*,", text):  # `{rm,-rf,/}` hidden where it cannot be parsed
         for word in text.split():
             expanded = [w for part in braces(word) for w in part.split(",")]
-            found = builtin(Command(tuple(expanded)), cwd, root) if expanded else None
+            found = builtin(Command(tuple(expanded)), cwd, root, devices) if expanded else None
             if found and found.verdict == "deny":
                 return Decision("deny", found.reason, f"{found.rule} (fail closed)")
     return None

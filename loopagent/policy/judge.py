@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import PurePath
 
-from .builtin import builtin, fail_closed, protected_write
+from .builtin import RAW_WRITERS, RULE_DEVICE, builtin, fail_closed, protected_write, written
 from .decision import EDIT_TOOLS, MODES, SANDBOX_STATES, Decision
 from .parse import Command, parse
 from .paths import inside, is_harmless_device, relative, resolve
@@ -148,7 +148,7 @@ class Policy:
         cwd: str | None = self.root
         floor = None
         for cmd in commands:  # no cap: the 61st command of a chain is checked like the first
-            found = builtin(cmd, cwd, self.root) or self.user_denial(cmd)
+            found = builtin(cmd, cwd, self.root, self.devices) or self.user_denial(cmd) or self.linked_disk(cmd, cwd)
             if found and found.verdict == "deny":
                 return found, None
             floor = floor or found or protected_write(cmd, cwd, self.root) or self.outside_writes(cmd, cwd)
@@ -160,6 +160,18 @@ class Policy:
         for rule in self.tool_rules("shell", "deny"):
             if any(rule.matches(t) for t in texts):
                 return Decision("deny", f"{cmd.text!r} matches a deny rule", rule.describe())
+        return None
+
+    def linked_disk(self, cmd: Command, cwd: str | None) -> Decision | None:
+        """With no sandbox, a raw writer's target in the workspace that a link takes out of it may be a disk
+        (an earlier call's `ln -s /dev/sda disk`, then `dd of=disk`): the real path decides."""
+        if not self.devices or self.resolve is None or cmd.program not in RAW_WRITERS:
+            return None
+        for _, target in written(cmd):
+            where = resolve(target, None if cmd.chdir else cwd)
+            if where is not None and inside(where, self.root) and self.real(where) is None:
+                return Decision("deny", f"{cmd.program} writes to {target}, a link out of the workspace: it may "
+                                        "name a disk, and no sandbox hides the disks", RULE_DEVICE)
         return None
 
     def outside_writes(self, cmd: Command, cwd: str | None) -> Decision | None:
@@ -191,7 +203,12 @@ class Policy:
 
     def fail_closed(self, raw: str) -> Decision | None:
         """For text that could not be checked exactly: deny when it names a denied program anywhere."""
-        return fail_closed(raw, self.tool_rules("shell", "deny"), self.root)
+        return fail_closed(raw, self.tool_rules("shell", "deny"), self.root, self.devices)
+
+    @property
+    def devices(self) -> bool:
+        """Can a command reach the host's disks? Not inside the sandbox: its /dev holds none."""
+        return self.sandbox != "sandboxed"
 
 
 def reads_piped_code(cmd: Command) -> bool:

@@ -12,8 +12,10 @@ from loopagent.errors import PolicyError  # a usage error: one line on stderr, e
 
 # `tool(glob)`: any tool name, MCP ones included (`mcp__github__delete_repo`). Tool names are
 # [A-Za-z0-9_-]; a dot is read here too, so that `github-mcp.delete_repo(*)` is a tool rule (and then an
-# error, since no tool is named so) rather than a shell pattern that quietly matches nothing.
+# error, since no tool can be named so) rather than a shell pattern that quietly matches nothing.
 TOOL_RULE = re.compile(r"([A-Za-z0-9_.*?-]+)\((.*)\)", re.S)
+# What a tool name (or a glob over them) is made of: MCP names are mcp__<server>__<tool> of these.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_*?-]+")
 BUILTIN_TOOLS = frozenset({"read_file", "list_files", "grep", "write_file", "edit_file", "shell"})
 
 
@@ -47,20 +49,23 @@ class Rule:
         """Is this a rule about `tool`?"""
         return fnmatchcase(tool, self.tool)
 
-    def check(self, known_tools: Iterable[str], prefixes: Iterable[str] = ()) -> None:
-        """PolicyError when this is a rule about a tool that does not exist.
-
-        `known_tools` are the names of every tool of the run (built-in and MCP); `prefixes` let rules
-        about the tools of a configured MCP server (`mcp__github__`) pass before its tools are listed.
-        """
+    def check(self) -> None:
+        """PolicyError when the rule cannot name any tool (a name with a dot or other character no tool
+        name has). Only the shape is checked: the tools of the moment (an MCP server that did not start,
+        a tool of a later version) never make a rule an error; `unmatched` finds those for a note."""
         tool = self.tool
-        if tool == "shell" or any(fnmatchcase(name, tool) for name in known_tools):
-            return
-        if any(tool.startswith(p) or fnmatchcase(p + "x", tool) for p in prefixes):
+        if tool == "shell" or TOOL_NAME.fullmatch(tool):
             return
         hint = (" (tool names have no dots; an MCP tool is named mcp__<server>__<tool>)" if "." in tool
                 else "; a shell command pattern has no parentheses" if TOOL_RULE.fullmatch(self.text.strip()) else "")
-        raise PolicyError(f"{self.describe()}: no tool is named {tool!r}{hint}")
+        raise PolicyError(f"{self.describe()}: no tool can be named {tool!r}{hint}")
+
+    def unmatched(self, known_tools: Iterable[str], prefixes: Iterable[str] = ()) -> bool:
+        """Does this tool rule name none of `known_tools` and no tool of a server with one of `prefixes`?"""
+        tool = self.tool
+        if tool == "shell" or any(fnmatchcase(name, tool) for name in known_tools):
+            return False
+        return not any(tool.startswith(p) or fnmatchcase(p + "x", tool) for p in prefixes)
 
     def describe(self) -> str:
         return f'{self.source or "rule"}: {self.verdict} "{self.text}"'
@@ -75,11 +80,16 @@ class Rule:
         return self.verdict == "deny" and fnmatchcase(text, pat + " *")
 
 
-def check_rules(rules: Iterable[Rule], known_tools: Iterable[str], prefixes: Iterable[str] = ()) -> None:
-    """PolicyError for the first rule that names a tool that does not exist (see Rule.check)."""
-    known, prefixes = tuple(known_tools), tuple(prefixes)
+def check_rules(rules: Iterable[Rule]) -> None:
+    """PolicyError for the first rule whose shape names no possible tool (see Rule.check)."""
     for rule in rules:
-        rule.check(known, prefixes)
+        rule.check()
+
+
+def unmatched_rules(rules: Iterable[Rule], known_tools: Iterable[str], prefixes: Iterable[str] = ()) -> list[Rule]:
+    """The tool rules that match none of `known_tools` nor a configured server's `prefixes` (for a note)."""
+    known, prefixes = tuple(known_tools), tuple(prefixes)
+    return [r for r in rules if r.unmatched(known, prefixes)]
 
 
 def is_tool_name(text: str) -> bool:
