@@ -19,8 +19,7 @@ if TYPE_CHECKING:
 SHOWN_CALLS = 5  # calls named in one note; more are counted
 
 
-YOURS = ("yours: changed after loop's last call (by you, or by /init, /export or !cmd); saved first, so "
-         "`loop redo` brings them back")
+YOURS = "yours: made by no call of loop's (you, /init, /export, !cmd); saved first: redo brings them back"
 NOT_DONE = {"undo": "undone", "redo": "redone", "rewind": "restored"}
 QUESTION = {"undo": "undo these changes?", "redo": "redo these changes?", "rewind": "restore these files?"}
 
