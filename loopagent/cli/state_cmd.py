@@ -111,7 +111,7 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
                 typer.echo(printable(line))
         if plan.yours and not yes:
             mine = f"{len(plan.yours)} of these changes {'is' if len(plan.yours) == 1 else 'are'} yours"
-            if not sys.stdin.isatty():
+            if not interactive(sys.stdin):
                 raise fail(f"not {kind}ne: {mine}; `loop {kind} --yes` does it anyway", 2)
             if not typer.confirm(f"{QUESTION[kind]} ({mine})", default=False, err=True):
                 raise fail(f"nothing {kind}ne: the files are as they were", 1)
@@ -119,6 +119,14 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
     typer.echo(printable(done_line(kind, c, plan, "`loop redo`")))
+
+
+def interactive(stream) -> bool:
+    """Whether a person can answer on `stream` (a closed or odd stdin cannot)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def register(app: typer.Typer) -> None:
