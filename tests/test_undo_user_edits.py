@@ -204,7 +204,11 @@ def test_changes_made_after_an_undo_are_yours_when_redo_would_replace_them(run):
     assert marked(plan) == {"keep.txt": ("change", True), "a.txt": ("create", False)}
     c = run.timeline.redo(plan.tree)
     assert c.kept and "saved in checkpoint " + c.kept[:8] in done_line("redo", c, plan, "")
-    assert run.timeline.repo.git("show", f"{c.kept}:keep.txt") == "edited after the undo"
+    assert (run.ws / "a.txt").exists() and (run.ws / "keep.txt").read_text() == "1\n2\n"
+    again = run.plan("redo")  # the redo is reversed in turn: the person's edit comes back
+    assert marked(again) == {"keep.txt": ("change", False), "a.txt": ("delete", False)}
+    run.timeline.redo(again.tree)
+    assert (run.ws / "keep.txt").read_text() == "edited after the undo\n" and not (run.ws / "a.txt").exists()
 
 
 def test_the_list_counts_lines_and_marks_the_persons_changes():

@@ -195,7 +195,8 @@ class Timeline:
                           else "no checkpoints for this workspace yet")
 
     def redo(self, expect: str | None = None) -> Checkpoint:
-        """Reverse the last undo (or rewind): back to the state saved right before it."""
+        """Reverse the last undo (or rewind): back to the state saved right before it. What was changed
+        since that undo is saved in turn, and the next redo returns to it."""
         if not self.repo.exists:
             raise NothingToDo("nothing to redo")
         with self.lock:
@@ -208,11 +209,15 @@ class Timeline:
                 raise NothingToDo("nothing to redo")
             entry = stack[-1]
             staged, kept = self.current(expect), ""
-            if staged.tree != self.repo.tree_of(entry["restored"]):  # changed since the undo: keep that too
+            if staged.tree != self.repo.tree_of(entry["restored"]):
+                # Changed since the undo: saved, and put where the next `redo` finds it (before restoring,
+                # as an undo does, so that a failure half-way still leaves the way back).
                 kept = self.save(staged, "before redo", "redo")
                 self.journal("", None, kept, "saved", staged.tree)
+                self.write_stack([*stack[:-1], {"saved": kept, "restored": entry["saved"]}])
             self.restoring("redo", entry["saved"], staged.tree)
-            self.write_stack(stack[:-1])
+            if not kept:
+                self.write_stack(stack[:-1])
             self.restoring_file.unlink(missing_ok=True)
             self.journal("", None, entry["saved"], "restore", self.repo.tree_of(entry["saved"]))
             return replace(self.found(entry["saved"]), kept=kept)

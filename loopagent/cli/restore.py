@@ -60,7 +60,7 @@ def done_line(kind: str, c: Any, plan: Any, redo: str) -> str:
         text = f"{head}: the files are as they were at {c.short} ({c.message})"
     if plan is not None and plan.yours and c.kept:
         text += f"; your changes are saved in checkpoint {c.kept[:8]}"
-    return text + (f"; {redo} reverses this" if redo and (kind != "redo" or c.finished == "undo") else "")
+    return text + (f"; {redo} reverses this" if redo and (kind != "redo" or c.finished == "undo" or c.kept) else "")
 
 
 def restore_in_repl(repl: Repl, prompt: Any, kind: str, index: int = 0) -> Any:
