@@ -50,10 +50,12 @@ def test_undo_lists_the_users_changes_refuses_headless_and_redo_returns_them(run
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "main.py").write_text("print(1)\n")
-    # `ls` changes nothing, so the write that follows makes no checkpoint of its own: the one restored
-    # was taken before `ls` too, but it is the write the undo takes back, and the write it must name.
-    server.add(tools(("shell", {"command": "ls"})), tools(("write_file", {"path": "a.txt", "content": "agent\n"})),
-               text("done"))
+    # `ls` changes nothing, so the write after the first makes no checkpoint of its own: the one restored
+    # was taken before `ls` too, but it is the write the undo takes back, and the write it must name. The
+    # second `ls` starts from the files as the write left them: going back there would take back only the
+    # person's edits below, under that call's name (what undo did before).
+    ls = tools(("shell", {"command": "ls"}))
+    server.add(ls, tools(("write_file", {"path": "a.txt", "content": "agent\n"})), ls, text("done"))
     run = run_loop("agent", "-C", str(ws), "--base-url", server.url, "--approval", "all", *where_shells_run(),
                    "write a.txt")
     assert run.returncode == 0, run.stderr

@@ -183,13 +183,18 @@ class Timeline:
     def undo_target(self, staged: Staged) -> Checkpoint:
         """What an undo from `staged` restores: the newest state before a call that differs from it, below
         the last restore (named by the call it preceded)."""
-        stack, history = self.read_stack(), self.list()
+        stack, history, entries = self.read_stack(), self.list(), self.entries()
         position = next((i for i, c in enumerate(history) if stack and c.commit == stack[-1]["restored"]), -1)
         # A commit of another kind (the state saved before an undo) is a step too once a call started from it.
-        befores = {e.get("commit") for e in self.entries() if e.get("kind", "before") == "before"}
+        befores = {e.get("commit") for e in entries if e.get("kind", "before") == "before"}
+        # Not a step either: the files as loop's last call left them. With the person's edits on top, going
+        # back there would take back only those edits; the undo is of the call, and the edits are asked about.
+        left = {staged.tree}
+        if entries and entries[-1].get("kind") in ("after", "restore"):
+            left.add(entries[-1].get("tree"))
         for candidate in history[position + 1:]:
             if (candidate.kind == "tool" or candidate.commit in befores) and \
-                    self.repo.tree_of(candidate.commit) != staged.tree:
+                    self.repo.tree_of(candidate.commit) not in left:
                 return self.named(candidate)
         raise NothingToDo("nothing to undo: the workspace is at its oldest checkpoint" if history
                           else "no checkpoints for this workspace yet")
