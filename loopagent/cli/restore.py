@@ -63,7 +63,17 @@ def done_line(kind: str, c: Any, plan: Any, redo: str) -> str:
     return text + (f"; {redo} reverses this" if redo and (kind != "redo" or c.finished == "undo" or c.kept) else "")
 
 
-def restore_in_repl(repl: Repl, prompt: Any, kind: str, index: int = 0) -> Any:
+def apply(timeline: Any, plan: Any, session: str = "", index: int = 0) -> Any:
+    """Do what `plan` showed, if the files are still as they were then. A restore a kill cut off is only
+    finished: what was asked for now is shown (and asked about) when asked again."""
+    if plan.finishing:
+        return (timeline.redo if plan.kind == "redo" else timeline.undo)()
+    if plan.kind == "rewind":
+        return timeline.rewind(session, index, plan.tree)
+    return (timeline.redo if plan.kind == "redo" else timeline.undo)(plan.tree)
+
+
+def restore_in_repl(repl: Repl, prompt: Any, timeline: Any, kind: str, index: int = 0) -> Any:
     """/undo, /redo, /rewind's files: show what will change, ask when the person's own changes would go
     (as /init asks, at the REPL's prompt), then restore. The restored checkpoint, None if there was nothing
     to restore or it failed (said), False if the person said no."""
@@ -71,8 +81,6 @@ def restore_in_repl(repl: Repl, prompt: Any, kind: str, index: int = 0) -> Any:
     from loopagent.checkpoint.plan import preview
     from loopagent.cli.recap import session_of
 
-    store = repl.services.get("checkpoints") or getattr(repl.agent, "checkpoints", None)
-    timeline = store.timeline
     session = session_of(repl)[0]
     try:
         plan = preview(timeline, kind, session, index)
@@ -88,9 +96,8 @@ def restore_in_repl(repl: Repl, prompt: Any, kind: str, index: int = 0) -> Any:
     if plan.yours and repl.ask(prompt, f"{QUESTION[kind]} [y/N] ").lower() not in ("y", "yes"):
         repl.renderer.say(f"nothing {NOT_DONE[kind]}: the files are as they were")
         return False
-    expect = None if plan.finishing else plan.tree
     try:
-        c = timeline.rewind(session, index, expect) if kind == "rewind" else getattr(timeline, kind)(expect)
+        c = apply(timeline, plan, session, index)
     except NothingToDo as exc:
         repl.renderer.say(str(exc))
         return None

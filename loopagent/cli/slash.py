@@ -197,18 +197,18 @@ def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/undo", "restore the files to the latest checkpoint")
 def undo(repl: Repl, arg: str, prompt: Any) -> None:
-    if checkpoint_store(repl) is None:
+    if (store := checkpoint_store(repl)) is None:
         return
-    restored = restore_in_repl(repl, prompt, "undo")  # shows the change, asks if the person's would go
+    restored = restore_in_repl(repl, prompt, store.timeline, "undo")  # asks if the person's changes would go
     if restored:
         tell_model(repl, undone_note(repl, restored))
 
 
 @command("/redo", "reverse the last undo")
 def redo(repl: Repl, arg: str, prompt: Any) -> None:
-    if checkpoint_store(repl) is None:
+    if (store := checkpoint_store(repl)) is None:
         return
-    if restore_in_repl(repl, prompt, "redo"):
+    if restore_in_repl(repl, prompt, store.timeline, "redo"):
         tell_model(repl, "the user reversed the last undo: the files are back as they were before it, "
                          "with the changes of the calls it had undone.")
 
@@ -252,7 +252,7 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
             repl.renderer.say("rewind cancelled")
             return
     if what in ("f", "b"):
-        restored = restore_in_repl(repl, prompt, "rewind", index)
+        restored = restore_in_repl(repl, prompt, store.timeline, "rewind", index)
         if restored is False:  # the person kept their files: the conversation stays too
             return
         if restored and what == "f":  # with the conversation rewound too, the calls leave the history

@@ -99,7 +99,7 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
 
     from loopagent.checkpoint import CheckpointError
     from loopagent.checkpoint.plan import preview
-    from loopagent.cli.restore import QUESTION, done_line, plan_lines
+    from loopagent.cli.restore import QUESTION, apply, done_line, plan_lines
 
     found = timeline(workspace, writing=True)
     try:
@@ -115,7 +115,7 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
                 raise fail(f"not {kind}ne: {mine}; `loop {kind} --yes` does it anyway", 2)
             if not typer.confirm(f"{QUESTION[kind]} ({mine})", default=False, err=True):
                 raise fail(f"nothing {kind}ne: the files are as they were", 1)
-        c = getattr(found, kind)(None if plan.finishing else plan.tree)
+        c = apply(found, plan)
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
     typer.echo(printable(done_line(kind, c, plan, "`loop redo`")))
