@@ -27,10 +27,7 @@ QUESTION = {"undo": "undo these changes?", "redo": "redo these changes?", "rewin
 def plan_lines(plan: Any) -> list[str]:
     """What a restore will change (checkpoint/plan.py): a header, one line per file, the user's marked."""
     c = plan.target
-    if plan.kind == "redo":
-        head = f"redo: the files go back to {c.short}, as they were before the last undo:"
-    else:
-        head = f"{plan.kind}: the files go back to {c.short} ({c.message}):"
+    head = f"{plan.kind}: the files go back to {c.short} ({c.message}):"
     width = max((len(x.path) for x in plan.changes), default=0)
     rows = [f"  {x.action:<6}  {x.path:<{width}}  {counts(x):<9}{'  yours' if x.yours else ''}".rstrip()
             for x in plan.changes]
