@@ -19,9 +19,9 @@ from loopagent.checkpoint.plan import Change, Plan, preview
 from loopagent.cli.restore import YOURS, done_line, plan_lines
 from loopagent.events import ToolFinished
 from loopagent.messages import ToolCall, ToolResult
-from tests.conftest import where_shells_run
+from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import text, tools
-from tests.pty import TOOLBAR
+from tests.pty import TOOLBAR, Terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 HASH = re.compile(r"\b[0-9a-f]{8}\b")
@@ -46,7 +46,7 @@ def files(ws: Path) -> dict[str, tuple[bytes, int]]:
             for p in sorted(ws.rglob("*")) if p.is_file()}
 
 
-def test_undo_lists_the_users_changes_refuses_headless_and_redo_returns_them(run_loop, server, tmp_path):
+def test_undo_lists_the_users_changes_refuses_headless_and_redo_returns_them(run_loop, server, tmp_path, loop_home):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "main.py").write_text("print(1)\n")
@@ -79,6 +79,15 @@ def test_undo_lists_the_users_changes_refuses_headless_and_redo_returns_them(run
     assert rows["a.txt"].split() == ["delete", "a.txt", "-1"]  # the call's own change: not marked
     assert "3 of these changes are yours" in refused.stderr and "--yes" in refused.stderr
     assert files(ws) == mine  # refused: nothing touched
+
+    asked = Terminal(["undo", "-C", str(ws)], clean_env(loop_home), ws)  # a person at a terminal says no
+    try:
+        asked.expect(r"undo these changes\? \(3 of these changes are yours\) \[y/N\]: ")
+        asked.line("n")
+        assert asked.exit_code() == 1
+    finally:
+        asked.child.close(force=True)
+    assert files(ws) == mine
 
     undone = run_loop("undo", "-C", str(ws), "--yes")
     assert undone.returncode == 0, undone.stderr

@@ -24,6 +24,13 @@ NOT_DONE = {"undo": "undone", "redo": "redone", "rewind": "restored"}
 QUESTION = {"undo": "undo these changes?", "redo": "redo these changes?", "rewind": "restore these files?"}
 
 
+def asks(plan: Any) -> bool:
+    """Whether a restore asks first: when it would discard changes no call made. The changes of calls
+    alone are listed and done without a question (a script's `loop undo` after a run), since redo
+    brings them back just the same."""
+    return bool(plan.yours)
+
+
 def plan_lines(plan: Any) -> list[str]:
     """What a restore will change (checkpoint/plan.py): a header, one line per file, the user's marked."""
     c = plan.target
@@ -90,7 +97,7 @@ def restore_in_repl(repl: Repl, prompt: Any, timeline: Any, kind: str, index: in
     if not plan.finishing:
         for line in plan_lines(plan):
             repl.renderer.say(line, "yellow" if line == YOURS else "")
-    if plan.yours and repl.ask(prompt, f"{QUESTION[kind]} [y/N] ").lower() not in ("y", "yes"):
+    if asks(plan) and repl.ask(prompt, f"{QUESTION[kind]} [y/N] ").lower() not in ("y", "yes"):
         repl.renderer.say(f"nothing {NOT_DONE[kind]}: the files are as they were")
         return False
     try:

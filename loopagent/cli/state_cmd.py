@@ -99,7 +99,7 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
 
     from loopagent.checkpoint import CheckpointError
     from loopagent.checkpoint.plan import preview
-    from loopagent.cli.restore import QUESTION, apply, done_line, plan_lines
+    from loopagent.cli.restore import QUESTION, apply, asks, done_line, plan_lines
 
     found = timeline(workspace, writing=True)
     try:
@@ -109,7 +109,7 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
         if not plan.finishing:
             for line in plan_lines(plan):
                 typer.echo(printable(line))
-        if plan.yours and not yes:
+        if asks(plan) and not yes:
             mine = f"{len(plan.yours)} of these changes {'is' if len(plan.yours) == 1 else 'are'} yours"
             if not interactive(sys.stdin):
                 raise fail(f"not {kind}ne: {mine}; `loop {kind} --yes` does it anyway", 2)
