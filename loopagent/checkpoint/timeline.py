@@ -97,7 +97,7 @@ class Timeline:
         with self.lock:
             if not self.repo.exists:
                 return
-            tree = self.repo.stage().tree
+            tree = self.repo.stage(dirs=False).tree  # never restored: its empty directories do not matter
             self.journal(session, None, "", "after", tree, label)
 
     def save(self, staged: Staged, label: str, kind: str) -> str:
