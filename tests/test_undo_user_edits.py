@@ -222,6 +222,18 @@ def test_changes_made_after_an_undo_are_yours_when_redo_would_replace_them(run):
     assert (run.ws / "keep.txt").read_text() == "edited after the undo\n" and not (run.ws / "a.txt").exists()
 
 
+def test_a_files_rewind_marks_the_persons_changes_and_names_the_message_point(run):
+    run.call("a.txt", "agent\n")  # the session had 2 messages when this began
+    run.recorder.next_index = 6
+    run.call("b.txt", "agent\n")
+    (run.ws / "mine.txt").write_text("mine\n")
+    plan = preview(run.timeline, "rewind", "s", 3)  # back to message 3: before the second call
+    assert plan is not None and marked(plan) == {"mine.txt": ("delete", True), "b.txt": ("delete", False)}
+    assert preview(run.timeline, "rewind", "s", 7) is None  # no call began after message 7
+    c = run.timeline.rewind("s", 3, plan.tree)
+    assert c is not None and c.kept and sorted(os.listdir(run.ws)) == ["a.txt", "keep.txt"]
+
+
 def test_the_list_counts_lines_and_marks_the_persons_changes():
     target = Checkpoint("0123456789abcdef", 0, "before write_file app.py")
     plan = Plan("undo", target, "t", (Change("notes.md", "delete", 0, 3, True), Change("app.py", "change", 2, 1, False),
