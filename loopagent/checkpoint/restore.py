@@ -9,6 +9,7 @@ directories that were there, empty, when the target was taken.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import time
@@ -30,6 +31,7 @@ def restore(repo: ShadowRepo, target: str, current: str) -> None:
     removed = [p for status, p in changes if status == "D" and p not in keep]
     write = [p for status, p in changes if status != "D"]
     modes = modes_of(repo.work_tree, write)
+    remember_modes(repo, current, modes_of(repo.work_tree, removed))  # for a redo that brings them back
     dirs = repo.empty_dirs(target_tree)
     # The target's ignore rules first: they decide which of the other paths are the user's to keep.
     for p in removed:
@@ -45,6 +47,8 @@ def restore(repo: ShadowRepo, target: str, current: str) -> None:
             delete(repo, p, dirs)
     checkout(repo, target, [p for p in write if not is_rules(p)])
     keep_modes(repo.work_tree, modes)
+    recalled = recall_modes(repo, target_tree)
+    keep_modes(repo.work_tree, {p: recalled[p] for p in write if p not in modes and p in recalled}, exact=True)
     for d in dirs:
         if repo.plain_dir(os.path.dirname(d), {}):
             os.makedirs(repo.work_tree / d, exist_ok=True)
@@ -86,15 +90,37 @@ def modes_of(root: Path, paths: list[str]) -> dict[str, int]:
     return out
 
 
-def keep_modes(root: Path, modes: dict[str, int]) -> None:
-    """Give rewritten files their permissions back; only the executable bits follow the checkpoint."""
+def remember_modes(repo: ShadowRepo, tree: str, modes: dict[str, int]) -> None:
+    """Note the permissions of files a restore deletes, beside the tree they belong to: git keeps only
+    644 or 755, and a private 600 file brought back by redo must not come back readable by all."""
+    if not modes:
+        return
+    path = repo.side_file("loop-modes", tree)
+    try:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps({**recall_modes(repo, tree), **modes}), encoding="utf-8")
+    except OSError as exc:
+        raise CheckpointError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def recall_modes(repo: ShadowRepo, tree: str) -> dict[str, int]:
+    try:
+        found = json.loads(repo.side_file("loop-modes", tree).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {p: m for p, m in found.items() if isinstance(m, int)} if isinstance(found, dict) else {}
+
+
+def keep_modes(root: Path, modes: dict[str, int], exact: bool = False) -> None:
+    """Give rewritten files their permissions back; only the executable bits follow the checkpoint
+    (`exact`: the modes were noted beside this very tree, so they are right as they are)."""
     for p, old in modes.items():
         full = root / p
         try:
             st = os.lstat(full)
             if not stat.S_ISREG(st.st_mode):
                 continue
-            want = old & ~0o111 | ((old & 0o444) >> 2 if st.st_mode & 0o100 else 0)
+            want = old if exact else old & ~0o111 | ((old & 0o444) >> 2 if st.st_mode & 0o100 else 0)
             if stat.S_IMODE(st.st_mode) != want:
                 os.chmod(full, want)
         except OSError as exc:

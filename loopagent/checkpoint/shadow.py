@@ -157,8 +157,9 @@ class ShadowRepo:
         out = self.git("ls-files", "-z", "--modified", "--deleted", "--others", "--exclude-standard", strip=False)
         return list(dict.fromkeys(p for p in out.split("\0") if p))
 
-    def stage(self) -> Staged:
-        """Bring the private index up to the workspace and write it as a tree."""
+    def stage(self, dirs: bool = True) -> Staged:
+        """Bring the private index up to the workspace and write it as a tree (`dirs`: and note its empty
+        directories beside it, which only a tree that may be restored needs)."""
         paths = self.changed_paths()
         if len(paths) > MAX_FILES:
             raise CheckpointError(f"the workspace has more than {MAX_FILES} files to snapshot")
@@ -187,7 +188,7 @@ class ShadowRepo:
         elif update:
             self.git("update-index", "--add", "--replace", "-z", "--stdin", stdin=nul_join(update))
         tree = self.git("write-tree")
-        if empty := self.find_empty_dirs():  # git holds no directories: remembered beside the tree
+        if dirs and (empty := self.find_empty_dirs()):  # git holds no directories: remembered beside the tree
             self.side_file("loop-dirs", tree).parent.mkdir(exist_ok=True)
             self.side_file("loop-dirs", tree).write_bytes(nul_join(empty))
         if too_big:  # remembered, so that a restore of this tree does not take them for added files

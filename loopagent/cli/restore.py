@@ -8,8 +8,6 @@ next request and saved in the session like any message), shown to the person as 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loopagent.cli.recap import NOTE, clip
@@ -21,33 +19,97 @@ if TYPE_CHECKING:
 SHOWN_CALLS = 5  # calls named in one note; more are counted
 
 
-@dataclass(frozen=True)
-class Moved:
-    """What a restore command said, whether it moved the files, and the checkpoint it restored (if known)."""
-
-    said: str
-    changed: bool
-    target: Any = None  # a checkpoint.Checkpoint
+YOURS = "yours: made by no call of loop's (you, /init, /export, !cmd); saved first: redo brings them back"
+NOT_DONE = {"undo": "undone", "redo": "redone", "rewind": "restored"}
+QUESTION = {"undo": "undo these changes?", "redo": "redo these changes?", "rewind": "restore these files?"}
 
 
-def restores(store: Any, action: Callable[[], str]) -> Moved:
-    """Run an undo/redo/rewind of `store` (the REPL's checkpoint commands) and find out what it restored.
+def asks(plan: Any) -> bool:
+    """Whether a restore asks first: when it would discard changes no call made. The changes of calls
+    alone are listed and done without a question (a script's `loop undo` after a run), since redo
+    brings them back just the same."""
+    return bool(plan.yours)
 
-    The undo stack grows by one entry per restore and shrinks by one per redo; its newest entry
-    names the commit restored.
-    """
-    timeline = getattr(store, "timeline", None)
-    stack = timeline.read_stack() if timeline is not None else None
-    said = action()
-    if timeline is None or stack is None:
-        return Moved(said, False)
-    after = timeline.read_stack()
-    if len(after) < len(stack):
-        return Moved(said, True)
-    if after == stack:
-        return Moved(said, False)
-    restored = after[-1].get("restored", "")
-    return Moved(said, True, next((c for c in timeline.list() if c.commit == restored), None))
+
+def plan_lines(plan: Any) -> list[str]:
+    """What a restore will change (checkpoint/plan.py): a header, one line per file, the user's marked."""
+    c = plan.target
+    head = f"{plan.kind}: the files go back to {c.short} ({c.message}):"
+    width = max((len(x.path) for x in plan.changes), default=0)
+    rows = [f"  {x.action:<6}  {x.path:<{width}}  {counts(x):<9}{'  yours' if x.yours else ''}".rstrip()
+            for x in plan.changes]
+    return [head, *rows, *([YOURS] if plan.yours else [])]
+
+
+def counts(change: Any) -> str:
+    """`+3 -1`; a deleted file shows only its lines going, a created one only its lines coming."""
+    if change.added is None:
+        return "binary"
+    if change.action == "delete":
+        return f"-{change.removed}"
+    if change.action == "create":
+        return f"+{change.added}"
+    return f"+{change.added} -{change.removed}"
+
+
+def done_line(kind: str, c: Any, plan: Any, redo: str) -> str:
+    """The line after a restore: where the files are now, how to go back (`redo`: the command that does),
+    and where the person's own changes it replaced were saved."""
+    head = f"finished the interrupted {c.finished}" if c.finished else {"undo": "undone", "redo": "redone"}.get(kind)
+    if head is None:
+        text = f"files restored to {c.short} ({c.message})"
+    elif kind == "redo" and not c.finished:
+        text = f"{head}: the files are back to {c.short} ({c.message})"
+    else:
+        text = f"{head}: the files are as they were at {c.short} ({c.message})"
+    if plan is not None and plan.yours and c.kept:
+        text += f"; your changes are saved in checkpoint {c.kept[:8]}"
+    return text + (f"; {redo} reverses this" if redo and (kind != "redo" or c.finished == "undo" or c.kept) else "")
+
+
+def apply(timeline: Any, plan: Any, session: str = "", index: int = 0) -> Any:
+    """Do what `plan` showed, if the files are still as they were then. A restore a kill cut off is only
+    finished: what was asked for now is shown (and asked about) when asked again."""
+    if plan.finishing:
+        return (timeline.redo if plan.kind == "redo" else timeline.undo)()
+    if plan.kind == "rewind":
+        return timeline.rewind(session, index, plan.tree)
+    return (timeline.redo if plan.kind == "redo" else timeline.undo)(plan.tree)
+
+
+def restore_in_repl(repl: Repl, prompt: Any, timeline: Any, kind: str, index: int = 0) -> Any:
+    """/undo, /redo, /rewind's files: show what will change, ask when the person's own changes would go
+    (as /init asks, at the REPL's prompt), then restore. The restored checkpoint, None if there was nothing
+    to restore or it failed (said), False if the person said no."""
+    from loopagent.checkpoint import CheckpointError, NothingToDo
+    from loopagent.checkpoint.plan import preview
+    from loopagent.cli.recap import session_of
+
+    session = session_of(repl)[0]
+    try:
+        plan = preview(timeline, kind, session, index)
+    except NothingToDo as exc:
+        repl.renderer.say(str(exc))
+        return None
+    if plan is None or (not plan.changes and not plan.finishing):
+        repl.renderer.say("no file changes since that message" if kind == "rewind" else "no file changes")
+        return None
+    if not plan.finishing:
+        for line in plan_lines(plan):
+            repl.renderer.say(line, "yellow" if line == YOURS else "")
+    if asks(plan) and repl.ask(prompt, f"{QUESTION[kind]} [y/N] ").lower() not in ("y", "yes"):
+        repl.renderer.say(f"nothing {NOT_DONE[kind]}: the files are as they were")
+        return False
+    try:
+        c = apply(timeline, plan, session, index)
+    except NothingToDo as exc:
+        repl.renderer.say(str(exc))
+        return None
+    except CheckpointError as exc:
+        repl.renderer.say(f"{kind} failed: {exc}", "red")
+        return None
+    repl.renderer.say(done_line(kind, c, plan, "/redo" if kind == "rewind" or plan.yours else ""))
+    return c
 
 
 def tell_model(repl: Repl, text: str) -> None:

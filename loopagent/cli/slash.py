@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from loopagent.cli.recap import NOTE
-from loopagent.cli.restore import files_note, restores, tell_model, undone_note
+from loopagent.cli.restore import files_note, restore_in_repl, tell_model, undone_note
 from loopagent.counts import counted
 from loopagent.messages import AssistantMessage, Usage, UserMessage
 
@@ -197,23 +197,18 @@ def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
 
 @command("/undo", "restore the files to the latest checkpoint")
 def undo(repl: Repl, arg: str, prompt: Any) -> None:
-    store = checkpoint_store(repl)
-    if store is None:
+    if (store := checkpoint_store(repl)) is None:
         return
-    moved = restores(store, store.undo)
-    repl.renderer.say(moved.said)
-    if moved.target is not None:
-        tell_model(repl, undone_note(repl, moved.target))
+    restored = restore_in_repl(repl, prompt, store.timeline, "undo")  # asks if the person's changes would go
+    if restored:
+        tell_model(repl, undone_note(repl, restored))
 
 
 @command("/redo", "reverse the last undo")
 def redo(repl: Repl, arg: str, prompt: Any) -> None:
-    store = checkpoint_store(repl)
-    if store is None:
+    if (store := checkpoint_store(repl)) is None:
         return
-    moved = restores(store, store.redo)
-    repl.renderer.say(moved.said)
-    if moved.changed:
+    if restore_in_repl(repl, prompt, store.timeline, "redo"):
         tell_model(repl, "the user reversed the last undo: the files are back as they were before it, "
                          "with the changes of the calls it had undone.")
 
@@ -257,9 +252,10 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
             repl.renderer.say("rewind cancelled")
             return
     if what in ("f", "b"):
-        moved = restores(store, lambda: store.rewind(index))
-        repl.renderer.say(moved.said)
-        if moved.changed and what == "f":  # with the conversation rewound too, the calls leave the history
+        restored = restore_in_repl(repl, prompt, store.timeline, "rewind", index)
+        if restored is False:  # the person kept their files: the conversation stays too
+            return
+        if restored and what == "f":  # with the conversation rewound too, the calls leave the history
             tell_model(repl, files_note(repl, index, f"message {int(choice)}"))
     if what in ("c", "b"):
         dropped = len(repl.history) - index

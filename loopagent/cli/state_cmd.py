@@ -77,28 +77,56 @@ def checkpoints(workspace: Workspace = None) -> None:
         typer.echo(printable(describe_checkpoint(c)))
 
 
-def undo(workspace: Workspace = None) -> None:
-    """Restore the files to the latest checkpoint; again steps one further back."""
-    from loopagent.checkpoint import CheckpointError
+Yes = Annotated[bool, typer.Option(
+    "--yes", "-y", help="Do it without asking, also when it discards changes no call made (they are saved first).")]
 
+
+def undo(workspace: Workspace = None, yes: Yes = False) -> None:
+    """Restore the files to the latest checkpoint; again steps one further back. Shows what changes and
+    asks first when that discards changes no call made (yours)."""
+    restore("undo", workspace, yes)
+
+
+def redo(workspace: Workspace = None, yes: Yes = False) -> None:
+    """Reverse the last undo (shows what changes; asks first when that discards changes of yours)."""
+    restore("redo", workspace, yes)
+
+
+def restore(kind: str, workspace: Path | None, yes: bool) -> None:
+    """Show what the undo or redo will change, ask when the person's own changes would go (refused
+    headless without --yes: exit 2), then do it. Declined: exit 1, nothing changed."""
+    import sys
+
+    from loopagent.checkpoint import CheckpointError
+    from loopagent.checkpoint.plan import preview
+    from loopagent.cli.restore import QUESTION, apply, asks, done_line, plan_lines
+
+    found = timeline(workspace, writing=True)
     try:
-        c = timeline(workspace, writing=True).undo()
+        plan = preview(found, kind)
+        if plan is None or not (plan.changes or plan.finishing):
+            raise fail(f"nothing to {kind}: the files are already as they were", 1)
+        if not plan.finishing:
+            for line in plan_lines(plan):
+                typer.echo(printable(line))
+        if asks(plan) and not yes:
+            mine = f"{len(plan.yours)} of these changes {'is' if len(plan.yours) == 1 else 'are'} yours"
+            if not interactive(sys.stdin):
+                raise fail(f"not {kind}ne: {mine}; `loop {kind} --yes` does it anyway", 2)
+            if not typer.confirm(f"{QUESTION[kind]} ({mine})", default=False, err=True):
+                raise fail(f"nothing {kind}ne: the files are as they were", 1)
+        c = apply(found, plan)
     except CheckpointError as exc:
         raise fail(str(exc), 1) from None
-    done = f"finished the interrupted {c.finished}" if c.finished else "undone"
-    typer.echo(printable(f"{done}: the files are as they were at {c.short} ({c.message}); `loop redo` reverses this"))
+    typer.echo(printable(done_line(kind, c, plan, "`loop redo`")))
 
 
-def redo(workspace: Workspace = None) -> None:
-    """Reverse the last undo."""
-    from loopagent.checkpoint import CheckpointError
-
+def interactive(stream) -> bool:
+    """Whether a person can answer on `stream` (a closed or odd stdin cannot)."""
     try:
-        c = timeline(workspace, writing=True).redo()
-    except CheckpointError as exc:
-        raise fail(str(exc), 1) from None
-    done = "finished the interrupted redo" if c.finished else "redone"
-    typer.echo(printable(f"{done}: the files are back to {c.short} ({c.message})"))
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def register(app: typer.Typer) -> None:
