@@ -101,3 +101,15 @@ def _now() -> str:
     import time
 
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def test_a_refused_window_outlives_the_days_after_which_silent_endpoints_are_asked_again(run_loop, workspace,
+                                                                                          loop_home):
+    with FakeServer([text("hello")]) as srv:  # the fake's endpoints report no window, as llama-cpp-python's
+        book = ServerBook(loop_home)
+        key = OpenAIClient(srv.url, "local", servers=book).server_key
+        book.update(key, ctx_size=2048, ctx_source=SOURCE, ctx_learned="2026-01-01T00:00:00Z")
+        proc, out = run(run_loop, srv, workspace, "-m", "local")
+        assert proc.returncode == 0, proc.stderr
+        assert (out[0]["ctx_size"], out[0]["ctx_source"]) == (2048, "server")
+        assert ServerBook(loop_home).get(key).ctx_learned != "2026-01-01T00:00:00Z"  # asked again, then kept

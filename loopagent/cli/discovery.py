@@ -53,6 +53,7 @@ def resolve(config: Config, host: Host, replay: bool = False) -> Resolved:
         return Resolved(settings.ctx_size, config.sources.get("ctx_size", "default"))
     if replay:  # a recording has no server to ask
         return Resolved(DEFAULT_CTX, "default")
+    from loopagent.client.refusal import SOURCE as REFUSAL
     from loopagent.render.safe import printable
     from loopagent.servers import ServerBook, server_key
 
@@ -71,6 +72,11 @@ def resolve(config: Config, host: Host, replay: bool = False) -> Resolved:
     if not reached:  # nothing is learned from a server that is down: ask again next run
         return Resolved(DEFAULT_CTX, f"default ({_public(settings.base_url)} did not answer; {_override})")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if not size and known.ctx_size and known.ctx_source == REFUSAL:
+        # The server's own 400 stated its window and the endpoints still say nothing (llama-cpp-python):
+        # that statement stays true until an endpoint says otherwise, so a day does not forget it.
+        book.update(key, ctx_learned=stamp)
+        return Resolved(known.ctx_size, f"server ({REFUSAL}, kept in servers.json)")
     book.update(key, ctx_size=size, ctx_source=source, ctx_learned=stamp)
     if size:
         return Resolved(size, f"server ({source} at {_where(settings.base_url, source)})")
