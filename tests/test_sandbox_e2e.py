@@ -52,9 +52,8 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    """A directory outside the workspace and outside /tmp (the sandbox's /tmp is private)."""
-    path = Path(tempfile.mkdtemp(prefix="loop-sandbox-test-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK)
-                                 else Path.home()))
+    """A directory outside the workspace, /tmp and /var/tmp (private or empty inside the sandbox)."""
+    path = Path(tempfile.mkdtemp(prefix="loop-sandbox-test-", dir=Path.home()))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

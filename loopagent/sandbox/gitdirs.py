@@ -1,0 +1,219 @@
+"""The git directories a sandboxed command can reach, and what in each must not change.
+
+Git reads files from a git dir that make it run programs (config: core.fsmonitor, hooks/, the
+attributes in info/ that pick filters) or that send it to read them elsewhere (commondir, and
+config.worktree). A command may write the rest (objects, refs, logs, the index, HEAD and the
+transient files of a commit), so `git commit` works; those files and dirs are re-bound read-only
+when they exist and covered by a placeholder when they do not, so none can be created either.
+
+Reached: the workspace's `.git`, the git dir (and common dir) a `.git` file points to, the
+repositories under `.git/modules/` and `.git/worktrees/`, and the existing nested repositories
+a bounded scan of the workspace finds. A `.git` file pointing outside the workspace is followed
+into a writable bind only when the git dir points back at it (a real worktree or submodule):
+otherwise a shipped `gitdir: ../victim/.git` would make another repository writable.
+"""
+
+from __future__ import annotations
+
+import os
+
+GUARDED_DIRS = ("hooks", "info")
+# commondir is missing in most git dirs, and git refuses an empty one: its placeholder is a stub
+# naming the git dir itself (".") that loop writes and removes, not /dev/null.
+GUARDED_FILES = ("config", "config.worktree", "gitdir")
+COMMONDIR_STUB = ".\n"
+# A linked worktree's git dir takes hooks, info and config from the common dir; only these are its own.
+WORKTREE_FILES = ("commondir", "gitdir", "config.worktree")
+
+# The nested scan: bounded, so a huge workspace costs little; what it misses the tripwire still sees.
+SCAN_DEPTH = 4  # directory levels below the workspace
+SCAN_DIRS = 2000  # directories read at most
+SCAN_REPOS = 32  # nested repositories guarded at most
+SKIP_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
+                       ".pytest_cache", ".ruff_cache", "site-packages", ".git", ".hg", ".svn", "target"})
+MODULES_DEPTH = 4  # submodule names may hold slashes: modules/libs/foo
+
+
+def guard_repositories(ws: str, parts: dict[str, list[str]]) -> None:
+    """Add to `parts` the binds that guard every git dir reachable from the workspace `ws`."""
+    git = os.path.join(ws, ".git")
+    if os.path.isdir(git) and not os.path.islink(git):
+        guard_git_dir(git, parts)
+    elif os.path.lexists(git):
+        parts["protect"].append(git)  # a gitdir: file (worktree, submodule) or a symlink
+        follow(git, ws, parts)
+    else:
+        # No repository yet: `git init` inside would write hooks the user later runs.
+        parts["block_dirs"].append(git)
+    for dot_git in nested_repositories(ws):
+        if os.path.islink(dot_git):
+            continue  # never bound: a bind would follow it out of the workspace
+        if os.path.isdir(dot_git):
+            guard_git_dir(dot_git, parts)
+        else:
+            parts["protect"].append(dot_git)
+            follow(dot_git, ws, parts)
+
+
+def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> None:
+    """Pin `git_dir` (bound onto itself, so it cannot be renamed away and replaced) and guard what runs code."""
+    parts["pinned"].append(git_dir)
+    for name in GUARDED_DIRS:
+        guard_dir(os.path.join(git_dir, name), parts)
+    for name in GUARDED_FILES:
+        guard_file(os.path.join(git_dir, name), parts)
+    commondir = os.path.join(git_dir, "commondir")
+    (parts["protect"] if os.path.lexists(commondir) else parts["stubs"]).append(commondir)
+    modules = os.path.join(git_dir, "modules")
+    if not os.path.isdir(modules) or os.path.islink(modules):
+        guard_dir(modules, parts)  # no new submodule git dirs, with their own config
+    elif depth < MODULES_DEPTH:
+        parts["protect"].append(modules)  # read-only, but each existing module git dir is guarded as this one
+        for module in module_git_dirs(modules):
+            guard_git_dir(module, parts, depth + 1)
+    worktrees = os.path.join(git_dir, "worktrees")
+    if os.path.isdir(worktrees) and not os.path.islink(worktrees):
+        for entry in subdirs(worktrees):
+            guard_worktree_dir(entry, parts)
+
+
+def guard_worktree_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
+    """A linked worktree's own git dir: its pointers and its config.worktree (the rest comes from the common dir)."""
+    parts["pinned"].append(git_dir)
+    for name in WORKTREE_FILES:
+        guard_file(os.path.join(git_dir, name), parts)
+
+
+def follow(dot_git: str, ws: str, parts: dict[str, list[str]]) -> None:
+    """Guard the git dir a `gitdir:` file names; bind it writable when outside the workspace and pointing back."""
+    git_dir = read_pointer(dot_git, "gitdir:", os.path.dirname(dot_git)) if os.path.isfile(dot_git) else None
+    if git_dir is None or not looks_like_git_dir(git_dir):
+        return  # not a repository git would use; the .git file itself is protected
+    common = common_dir(git_dir)
+    if common is None:
+        return
+    if not (contains(ws, git_dir) and contains(ws, common)) and not points_back(git_dir, dot_git):
+        return  # left read-only, as the rest of the machine
+    for d in dict.fromkeys([common, git_dir]):  # the parent first, or it would cover the other
+        if not contains(ws, d):
+            parts["writable"].append(d)  # so git commit can write objects, refs and the index
+        (guard_git_dir if d == common else guard_worktree_dir)(d, parts)
+
+
+def common_dir(git_dir: str) -> str | None:
+    """The common dir of `git_dir`: itself, or for a linked worktree the repository holding it in worktrees/."""
+    if not os.path.lexists(os.path.join(git_dir, "commondir")):
+        return git_dir
+    common = read_pointer(os.path.join(git_dir, "commondir"), "", git_dir)
+    if common in (git_dir, None):
+        return git_dir if common else None
+    # A real worktree's git dir is COMMON/worktrees/NAME; a commondir naming anything else is not followed.
+    if os.path.dirname(git_dir) != os.path.join(common, "worktrees") or not looks_like_git_dir(common):
+        return None
+    return common
+
+
+def points_back(git_dir: str, dot_git: str) -> bool:
+    """True when `git_dir` belongs to the checkout holding `dot_git`: a worktree's `gitdir` file names it,
+    or a submodule's `core.worktree` is its directory."""
+    back = read_pointer(os.path.join(git_dir, "gitdir"), "", git_dir)
+    if back is not None:
+        return back == os.path.realpath(dot_git)
+    worktree = core_worktree(os.path.join(git_dir, "config"))
+    return worktree is not None and os.path.realpath(os.path.join(git_dir, worktree)) == \
+        os.path.realpath(os.path.dirname(dot_git))
+
+
+def core_worktree(config: str) -> str | None:
+    """`core.worktree` of a git config file, read by hand (running git on it could run what it names)."""
+    try:
+        with open(config, encoding="utf-8") as f:
+            lines = f.read(65536).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    section, found = "", None
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith("["):
+            section = line[1:line.find("]")].strip().lower() if "]" in line else ""
+            line = line[line.find("]") + 1:].strip() if "]" in line else ""
+        key, eq, value = line.partition("=")
+        if section == "core" and eq and key.strip().lower() == "worktree":
+            found = value.strip().strip('"')  # the last one wins, as in git
+    return found
+
+
+def nested_repositories(ws: str) -> list[str]:
+    """`.git` dirs and files below the workspace's top, breadth first, within the scan's bounds."""
+    found: list[str] = []
+    level, read = [ws], 0
+    for _ in range(SCAN_DEPTH):
+        below: list[str] = []
+        for path in level:
+            if read >= SCAN_DIRS:
+                return found
+            read += 1
+            try:
+                entries = list(os.scandir(path))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name == ".git" and path != ws:
+                    found.append(entry.path)
+                    if len(found) >= SCAN_REPOS:
+                        return found
+                elif entry.name not in SKIP_DIRS and entry.is_dir(follow_symlinks=False):
+                    below.append(entry.path)
+        level = below
+    return found
+
+
+def module_git_dirs(modules: str) -> list[str]:
+    """The git dirs below `.git/modules` (a name with slashes nests them: modules/libs/foo)."""
+    found, level = [], [modules]
+    for _ in range(MODULES_DEPTH):
+        below = []
+        for d in level:
+            for entry in subdirs(d):
+                (found if looks_like_git_dir(entry) else below).append(entry)
+        level = below
+    return found
+
+
+def subdirs(path: str) -> list[str]:
+    try:
+        return sorted(e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def guard_dir(path: str, parts: dict[str, list[str]]) -> None:
+    (parts["protect"] if os.path.lexists(path) else parts["block_dirs"]).append(path)
+
+
+def guard_file(path: str, parts: dict[str, list[str]]) -> None:
+    (parts["protect"] if os.path.lexists(path) else parts["block_files"]).append(path)
+
+
+def read_pointer(path: str, prefix: str, base: str) -> str | None:
+    """The path a one-line pointer file names (relative to `base`), resolved; None when unreadable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            line = f.read(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith(prefix) or not line[len(prefix):].strip():
+        return None
+    return os.path.realpath(os.path.join(base, line[len(prefix):].strip()))
+
+
+def looks_like_git_dir(path: str) -> bool:
+    # A hostile .git file could point anywhere ($HOME, /); only a real git dir is guarded or bound.
+    return (os.path.isfile(os.path.join(path, "HEAD"))
+            and (os.path.isdir(os.path.join(path, "objects")) or os.path.isfile(os.path.join(path, "commondir")))
+            and path not in ("/", os.path.expanduser("~")))
+
+
+def contains(parent: str, child: str) -> bool:
+    """True when `child` is `parent` or lies below it."""
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
