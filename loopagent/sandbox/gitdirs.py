@@ -64,13 +64,7 @@ def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> 
         guard_file(os.path.join(git_dir, name), parts)
     commondir = os.path.join(git_dir, "commondir")
     (parts["protect"] if os.path.lexists(commondir) else parts["stubs"]).append(commondir)
-    modules = os.path.join(git_dir, "modules")
-    if not os.path.isdir(modules) or os.path.islink(modules):
-        guard_dir(modules, parts)  # no new submodule git dirs, with their own config
-    elif depth < MODULES_DEPTH:
-        parts["protect"].append(modules)  # read-only, but each existing module git dir is guarded as this one
-        for module in module_git_dirs(modules):
-            guard_git_dir(module, parts, depth + 1)
+    guard_modules(git_dir, parts, depth)
     worktrees = os.path.join(git_dir, "worktrees")
     if os.path.isdir(worktrees) and not os.path.islink(worktrees):
         for entry in subdirs(worktrees):
@@ -78,10 +72,23 @@ def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> 
 
 
 def guard_worktree_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
-    """A linked worktree's own git dir: its pointers and its config.worktree (the rest comes from the common dir)."""
+    """A linked worktree's own git dir: its pointers, its config.worktree and its submodules' git dirs
+    (hooks, info and config come from the common dir)."""
     parts["pinned"].append(git_dir)
     for name in WORKTREE_FILES:
         guard_file(os.path.join(git_dir, name), parts)
+    guard_modules(git_dir, parts, 0)
+
+
+def guard_modules(git_dir: str, parts: dict[str, list[str]], depth: int) -> None:
+    """`modules/` read-only (no new submodule git dirs, with their own config); each existing one guarded."""
+    modules = os.path.join(git_dir, "modules")
+    if not os.path.isdir(modules) or os.path.islink(modules):
+        guard_dir(modules, parts)
+    elif depth < MODULES_DEPTH:
+        parts["protect"].append(modules)
+        for module in module_git_dirs(modules):
+            guard_git_dir(module, parts, depth + 1)
 
 
 def follow(dot_git: str, ws: str, parts: dict[str, list[str]]) -> None:
@@ -154,7 +161,7 @@ def nested_repositories(ws: str) -> list[str]:
                 return found
             read += 1
             try:
-                entries = list(os.scandir(path))
+                entries = sorted(os.scandir(path), key=lambda e: e.name)
             except OSError:
                 continue
             for entry in entries:
