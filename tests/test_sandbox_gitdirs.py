@@ -215,3 +215,23 @@ def test_core_worktree_is_read_by_hand_with_the_last_value_winning(tmp_path):
                       '[Core]\n\tWorkTree = "../../b"\n')
     assert gitdirs.core_worktree(str(config)) == "../../b"
     assert gitdirs.core_worktree(str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("mode", [pytest.param("workspace-write", marks=needs_bwrap), "off"])
+def test_a_shipped_git_file_does_not_make_another_repository_writable(run_loop, server, tmp_path, elsewhere, mode):
+    victim = elsewhere / "victim"
+    git("init", "-q", victim)
+    git("-C", victim, "commit", "-q", "--allow-empty", "-m", "victim")
+    (victim / "canary.txt").write_text("canary\n")
+    head, config = git("-C", victim, "rev-parse", "HEAD"), (victim / ".git" / "config").read_bytes()
+    ws = elsewhere / "ws"  # a sibling, as a shipped `gitdir: ../victim/.git` expects
+    ws.mkdir()
+    (ws / ".git").write_text("gitdir: ../victim/.git\n")
+    attack = script(ws, "attack.sh", 'D=$(git rev-parse --git-dir)\nprintf "[core]\\n\\tfsmonitor = x\\n" >> "$D/config"\n'
+                                     'echo pwned > "$D/../canary.txt"\ngit -c user.email=a@b -c user.name=a commit -q '
+                                     '--allow-empty -m pwned\n')
+    proc, [result] = run_shell(run_loop, server, ws, [attack], "--sandbox", mode)
+    assert proc.returncode == 0, proc.stderr
+    changed = [git("-C", victim, "rev-parse", "HEAD") != head, (victim / ".git" / "config").read_bytes() != config,
+               (victim / "canary.txt").read_text() != "canary\n"]
+    assert changed == ([True] * 3 if mode == "off" else [False] * 3), result
