@@ -45,7 +45,8 @@ def walls(layout: Layout) -> list[str]:
     """The binds of the workspace's walls, shallow paths first: a module's git dir is bound writable
     inside the read-only `.git/modules`, and its config read-only inside that."""
     mounts = [(p, ["--bind", p, p]) for p in layout.writable + layout.pinned]
-    mounts += [(p, ["--ro-bind", p, p]) for p in layout.protect + layout.stubs]
+    mounts += [(p, ["--ro-bind", p, p]) for p in layout.protect]
+    mounts += [(p, ["--ro-bind-try", p, p]) for p in layout.stubs]  # loop could not write one: no command can
     mounts += [(p, empty_dir(p)) for p in layout.block_dirs]
     mounts += [(p, ["--ro-bind", "/dev/null", p]) for p in layout.block_files]
     argv: list[str] = []

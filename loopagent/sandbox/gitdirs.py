@@ -63,8 +63,7 @@ def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> 
         guard_dir(os.path.join(git_dir, name), parts)
     for name in GUARDED_FILES:
         guard_file(os.path.join(git_dir, name), parts)
-    commondir = os.path.join(git_dir, "commondir")
-    (parts["protect"] if os.path.lexists(commondir) else parts["stubs"]).append(commondir)
+    guard(os.path.join(git_dir, "commondir"), parts, "stubs")
     guard_modules(git_dir, parts, depth)
     worktrees = os.path.join(git_dir, "worktrees")
     if os.path.isdir(worktrees) and not os.path.islink(worktrees):
@@ -197,11 +196,21 @@ def subdirs(path: str) -> list[str]:
 
 
 def guard_dir(path: str, parts: dict[str, list[str]]) -> None:
-    (parts["protect"] if os.path.lexists(path) else parts["block_dirs"]).append(path)
+    guard(path, parts, "block_dirs")
 
 
 def guard_file(path: str, parts: dict[str, list[str]]) -> None:
-    (parts["protect"] if os.path.lexists(path) else parts["block_files"]).append(path)
+    guard(path, parts, "block_files")
+
+
+def guard(path: str, parts: dict[str, list[str]], missing: str) -> None:
+    """Re-bind `path` read-only, or cover it with a placeholder (in `parts[missing]`) when it is missing."""
+    if os.path.lexists(path):
+        parts["protect"].append(path)
+    elif os.access(os.path.dirname(path), os.W_OK):
+        parts[missing].append(path)
+    # else: a dir loop's user cannot write; no command can create it there either, and bwrap could not
+    # make the mount point (every call would fail)
 
 
 def read_pointer(path: str, prefix: str, base: str) -> str | None:
