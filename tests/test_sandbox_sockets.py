@@ -143,3 +143,24 @@ def test_curl_s_in_the_sandbox_gets_the_note_through_the_shell_tool(tmp_path):
     result = Shell().run(ShellParams(command="curl -s http://127.0.0.1:9/"), c)
     assert result.content == ("exit code 7\n(no output)\n[sandbox] the sandbox has no network; the user can allow it "
                               "with --network.\n")
+
+
+@needs_bwrap
+def test_programs_on_path_under_an_emptied_dir_still_run(tmp_path):
+    """A toolchain under /var/tmp (or NixOS's /run/current-system/sw/bin) stays on PATH, read-only."""
+    prefix = Path(tempfile.mkdtemp(prefix="loop-tool-", dir="/var/tmp"))
+    try:
+        (prefix / "bin").mkdir()
+        (prefix / "bin" / "hello-tool").write_text("#!/bin/sh\necho hello from $0\n")
+        (prefix / "bin" / "hello-tool").chmod(0o755)
+        (prefix / "other.txt").write_text("x\n")
+        environ = {**os.environ, "PATH": f"{prefix}/bin:{os.environ['PATH']}"}
+        spec = spec_from("workspace-write", tmp_path, environ)
+        assert str(prefix) in spec.through_tmp
+        c = ToolContext(Workspace(tmp_path), env=scrubbed_env(environ),
+                        executor=open_sandbox(spec, environ).executor)
+        result = Shell().run(ShellParams(command=f"hello-tool && touch {prefix}/new"), c)
+        assert result.content.startswith(f"exit code 1\nhello from {prefix}/bin/hello-tool\n"), result.content
+        assert "Read-only file system" in result.content and not (prefix / "new").exists()
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)

@@ -93,12 +93,13 @@ def programs_under_tmp(environ: Mapping[str, str], private: tuple[str, ...] = ()
     entries = [p for var in ("PATH", "PYTHONPATH") for p in environ.get(var, "").split(os.pathsep) if p]
     entries += [environ.get("VIRTUAL_ENV", ""), sys.prefix, sys.base_prefix]
     found = []
-    for entry in entries:
-        real = os.path.realpath(entry) if entry else ""
-        if os.path.basename(real) == "bin":
-            real = os.path.dirname(real)
-        if under(real, ("/tmp", *private)) and os.path.isdir(real):
-            found.append(real)
+    for entry in filter(None, entries):
+        # Resolved and as written: NixOS puts /run/current-system/sw/bin, a link into /nix/store, on PATH.
+        for path in dict.fromkeys([os.path.realpath(entry), os.path.abspath(entry)]):
+            if os.path.basename(path) == "bin":
+                path = os.path.dirname(path)
+            if under(path, ("/tmp", *private)) and os.path.isdir(path):
+                found.append(path)
     return tuple(sorted(dict.fromkeys(found), key=len))
 
 
