@@ -182,14 +182,18 @@ def test_a_worktree_whose_commondir_names_another_repository_is_not_followed(bui
 
 def test_the_nested_scan_is_bounded_and_skips_links_and_heavy_dirs(tmp_path, monkeypatch):
     ws = tmp_path / "ws"
-    for rel in ("a/.git", "a/b/c/.git", "a/b/c/d/e/.git", "node_modules/x/.git", ".venv/y/.git"):
+    for rel in ("a/.git", "a/b/c/.git", "a/b/c/d/e/.git", "node_modules/x/.git", ".venv/y/.git",
+                "fixtures/bare.git/objects", "fixtures/bare.git/refs", "fixtures/bare.git/x/.git"):
         (ws / rel).mkdir(parents=True)
+    (ws / "fixtures" / "bare.git" / "HEAD").write_text("ref: refs/heads/main\n")
     (ws / "link").mkdir()
     (ws / "link" / ".git").symlink_to(tmp_path)
     found = gitdirs.nested_repositories(str(ws))
-    assert sorted(os.path.relpath(p, ws) for p in found) == ["a/.git", "a/b/c/.git", "link/.git"]
+    assert sorted(os.path.relpath(p, ws) for p in found) == ["a/.git", "a/b/c/.git", "fixtures/bare.git",
+                                                             "link/.git"]
     layout = survey(spec_from("workspace-write", ws, {"HOME": str(tmp_path / "nohome")}))
     assert f"{ws}/link/.git" not in layout.pinned + layout.protect  # a bind would follow the link out
+    assert f"{ws}/fixtures/bare.git" in layout.pinned and f"{ws}/fixtures/bare.git/config" in layout.block_files
     monkeypatch.setattr(gitdirs, "SCAN_REPOS", 1)
     assert [os.path.relpath(p, ws) for p in gitdirs.nested_repositories(str(ws))] == ["a/.git"]
 

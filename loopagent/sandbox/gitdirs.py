@@ -32,6 +32,7 @@ SCAN_REPOS = 32  # nested repositories guarded at most
 SKIP_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
                        ".pytest_cache", ".ruff_cache", "site-packages", ".git", ".hg", ".svn", "target",
                        ".gradle", ".cache", "dist", "build"})
+BARE_SHAPE = frozenset({"HEAD", "objects", "refs"})
 MODULES_DEPTH = 4  # submodule names may hold slashes: modules/libs/foo
 
 
@@ -151,7 +152,8 @@ def core_worktree(config: str) -> str | None:
 
 
 def nested_repositories(ws: str) -> list[str]:
-    """`.git` dirs and files below the workspace's top, breadth first, within the scan's bounds."""
+    """`.git` dirs and files and bare repositories below the workspace's top, breadth first, in name
+    order, within the scan's bounds."""
     found: list[str] = []
     level, read = [ws], 0
     for _ in range(SCAN_DEPTH):
@@ -165,13 +167,13 @@ def nested_repositories(ws: str) -> list[str]:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError:
                 continue
-            for entry in entries:
-                if entry.name == ".git" and path != ws:
-                    found.append(entry.path)
-                    if len(found) >= SCAN_REPOS:
-                        return found
-                elif entry.name not in SKIP_DIRS and entry.is_dir(follow_symlinks=False):
-                    below.append(entry.path)
+            if path != ws and BARE_SHAPE <= {e.name for e in entries}:
+                found.append(path)  # a bare repository (git uses its config when run inside it)
+            else:
+                found += [e.path for e in entries if e.name == ".git" and path != ws]
+                below += [e.path for e in entries if e.name not in SKIP_DIRS and e.is_dir(follow_symlinks=False)]
+            if len(found) >= SCAN_REPOS:
+                return found[:SCAN_REPOS]
         level = below
     return found
 
