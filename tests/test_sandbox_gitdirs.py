@@ -19,10 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.sandbox import gitdirs
+from loopagent.sandbox import gitdirs, open_sandbox
 from loopagent.sandbox.bwrap import bwrap_argv
 from loopagent.sandbox.layout import place_stubs, remove_mount_points, survey
 from loopagent.sandbox.spec import spec_from
+from loopagent.secrets import scrubbed_env
+from loopagent.tools.base import ToolContext
+from loopagent.tools.shell import Shell, ShellParams
+from loopagent.tools.workspace import Workspace
 from tests.test_sandbox_e2e import needs_bwrap, run_shell, script
 
 
@@ -239,3 +243,16 @@ def test_a_shipped_git_file_does_not_make_another_repository_writable(run_loop, 
     changed = [git("-C", victim, "rev-parse", "HEAD") != head, (victim / ".git" / "config").read_bytes() != config,
                (victim / "canary.txt").read_text() != "canary\n"]
     assert changed == ([True] * 3 if mode == "off" else [False] * 3), result
+
+
+@needs_bwrap
+def test_in_a_submodule_workspace_commits_work_and_its_commondir_cannot_be_planted(tmp_path):
+    shapes = make_shapes(tmp_path, tmp_path)
+    ws = shapes["W"] / "sub"
+    box = open_sandbox(spec_from("workspace-write", ws, os.environ), os.environ)
+    c = ToolContext(Workspace(ws), env=scrubbed_env(os.environ), executor=box.executor)
+    result = Shell().run(ShellParams(command="git commit -q --allow-empty -m in-sub && git log -1 --format=%s && "
+                                             "echo /elsewhere > \"$(git rev-parse --git-dir)/commondir\""), c)
+    assert result.content.startswith("exit code 1\nin-sub\n") and "Read-only file system" in result.content
+    assert not (shapes["sub"] / "commondir").exists()
+    assert git("-C", ws, "log", "-1", "--format=%s").strip() == "in-sub"
