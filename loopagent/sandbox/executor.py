@@ -66,9 +66,12 @@ class BwrapExecutor:
 
         self.last = survey(self.spec)
         place_stubs(self.last)
-        started = Started(popen(bwrap_argv(self.spec, self.last, argv, self.bwrap), cwd, env),
-                          self.last.mount_points())
-        return started
+        try:
+            proc = popen(bwrap_argv(self.spec, self.last, argv, self.bwrap), cwd, env)
+        except OSError:
+            remove_mount_points(self.last.mount_points())
+            raise
+        return Started(proc, self.last.mount_points())
 
     def note(self, output: str, exit_code: int | None = None, command: str = "") -> str | None:
         return wall_note(output, self.spec, exit_code, command)
