@@ -256,3 +256,16 @@ def test_in_a_submodule_workspace_commits_work_and_its_commondir_cannot_be_plant
     assert result.content.startswith("exit code 1\nin-sub\n") and "Read-only file system" in result.content
     assert not (shapes["sub"] / "commondir").exists()
     assert git("-C", ws, "log", "-1", "--format=%s").strip() == "in-sub"
+
+
+def test_a_plain_repositorys_submodule_git_dirs_are_guarded_inside_a_read_only_modules(built, tmp_path):
+    sup = tmp_path / "super"
+    git("init", "-q", sup)
+    git("-C", sup, "submodule", "-q", "add", built["M"].parent / "S", "libs/s")  # a name with a slash
+    layout = survey(spec_from("workspace-write", sup, {"HOME": str(tmp_path / "nohome")}))
+    git_dir = f"{os.path.realpath(sup)}/.git"
+    module = f"{git_dir}/modules/libs/s"
+    assert layout.writable == () and {git_dir, module} <= set(layout.pinned)
+    assert {f"{git_dir}/modules", f"{module}/config", f"{module}/hooks", f"{os.path.realpath(sup)}/libs/s/.git"} \
+        <= set(layout.protect)
+    assert f"{module}/commondir" in layout.stubs and f"{module}/modules" in layout.block_dirs
