@@ -22,8 +22,9 @@ GUARDED_DIRS = ("hooks", "info")
 # naming the git dir itself (".") that loop writes and removes, not /dev/null.
 GUARDED_FILES = ("config", "config.worktree", "gitdir")
 COMMONDIR_STUB = ".\n"
-# A linked worktree's git dir takes hooks, info and config from the common dir; only these are its own.
-WORKTREE_FILES = ("commondir", "gitdir", "config.worktree")
+# A linked worktree's git dir takes hooks, info and config from the common dir; only these (and
+# commondir, and modules/) are its own.
+WORKTREE_FILES = ("gitdir", "config.worktree")
 
 # The nested scan: bounded, so a huge workspace costs little; what it misses the tripwire still sees.
 SCAN_DEPTH = 4  # directory levels below the workspace
@@ -78,6 +79,7 @@ def guard_worktree_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
     parts["pinned"].append(git_dir)
     for name in WORKTREE_FILES:
         guard_file(os.path.join(git_dir, name), parts)
+    guard(os.path.join(git_dir, "commondir"), parts, "stubs")
     guard_modules(git_dir, parts, 0)
 
 
