@@ -8,13 +8,15 @@ Which git dirs a command can reach and what in them is guarded is gitdirs.py.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 
 from loopagent.sandbox.gitdirs import COMMONDIR_STUB, contains, guard_dir, guard_repositories
 from loopagent.sandbox.spec import SandboxSpec, under
 
-MAX_SOCKETS = 256  # host sockets hidden one by one; beyond that a machine is not one we know
+MAX_SOCKETS = 256
+PATH_FIELD = re.compile(r" (/[^\n]*)")  # host sockets hidden one by one; beyond that a machine is not one we know
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ def survey(spec: SandboxSpec) -> Layout:
             continue
         (hide_dirs if os.path.isdir(path) else hide_files).append(path)
     walled, shown = ("/tmp", *spec.private, *hide_dirs), (*parts["writable"], *spec.through_tmp)
-    for sock in host_sockets():  # a host process listens there: the workspace's own are the command's
+    skip = tuple(d for d in walled if not any(contains(d, p) for p in shown))
+    for sock in host_sockets(skip=skip):  # the workspace's own are the command's
         if not contains(ws, sock) and (not any(contains(d, sock) for d in walled)
                                        or any(contains(d, sock) for d in shown)):
             hide_files.append(sock)
@@ -60,25 +63,26 @@ def survey(spec: SandboxSpec) -> Layout:
                   hide_dirs=tuple(hide_dirs), hide_files=tuple(dict.fromkeys(hide_files)))
 
 
-def host_sockets(table: str = "/proc/net/unix") -> list[str]:
-    """Path sockets bound on this host (listening or not), that exist as sockets now, resolved.
+def host_sockets(table: str = "/proc/net/unix", skip: tuple[str, ...] = ()) -> list[str]:
+    """Path sockets bound on this host (listening or not) that exist as sockets now, resolved; those
+    named under a `skip` dir are left out early (a desktop lists hundreds of D-Bus clients under /run).
 
     A path socket is reached through the file system, whatever the network namespace; the table
     lists those of loop's own network namespace, which is the host's when loop runs on it.
     """
     try:
         with open(table, encoding="utf-8", errors="replace") as f:
-            lines = f.read().splitlines()[1:]
+            text = f.read()
     except OSError:
         return []
+    # The fields before a path hold no "/": the first " /" of a line starts it. Unbound sockets have
+    # no path; abstract ones (@name) belong to the network namespace and are gone without --network.
+    named = dict.fromkeys(p for p in PATH_FIELD.findall(text) if not under(p, skip))
     found: dict[str, None] = {}
-    for line in lines:
-        fields = line.split(None, 7)
-        if len(fields) < 8 or not fields[7].startswith("/"):
-            continue  # unbound, or abstract (@name: per network namespace, gone without --network)
-        path = os.path.join(os.path.realpath(os.path.dirname(fields[7])), os.path.basename(fields[7]))
+    for raw in named:
+        path = os.path.join(os.path.realpath(os.path.dirname(raw)), os.path.basename(raw))
         try:
-            if path not in found and stat.S_ISSOCK(os.lstat(path).st_mode):
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
                 found[path] = None
         except OSError:
             continue
