@@ -246,8 +246,8 @@ def test_a_shipped_git_file_does_not_make_another_repository_writable(run_loop, 
 
 
 @needs_bwrap
-def test_in_a_submodule_workspace_commits_work_and_its_commondir_cannot_be_planted(tmp_path):
-    shapes = make_shapes(tmp_path, tmp_path)
+def test_in_a_submodule_workspace_commits_work_and_its_commondir_cannot_be_planted(built):
+    shapes = built  # a commit changes none of the shapes the other tests read
     ws = shapes["W"] / "sub"
     box = open_sandbox(spec_from("workspace-write", ws, os.environ), os.environ)
     c = ToolContext(Workspace(ws), env=scrubbed_env(os.environ), executor=box.executor)
