@@ -269,3 +269,15 @@ def test_a_plain_repositorys_submodule_git_dirs_are_guarded_inside_a_read_only_m
     assert {f"{git_dir}/modules", f"{module}/config", f"{module}/hooks", f"{os.path.realpath(sup)}/libs/s/.git"} \
         <= set(layout.protect)
     assert f"{module}/commondir" in layout.stubs and f"{module}/modules" in layout.block_dirs
+
+
+def test_a_git_dir_with_a_linked_hooks_dir_is_read_only_as_a_whole(tmp_path):
+    """A bind would land on the link's target, and the link itself could be replaced by a planted dir."""
+    git("init", "-q", tmp_path / "r")
+    hooks = tmp_path / "r" / ".git" / "hooks"
+    shutil.rmtree(hooks)
+    hooks.symlink_to(tmp_path / "r" / ".githooks")
+    layout = survey(spec_from("workspace-write", tmp_path / "r", {"HOME": str(tmp_path / "nohome")}))
+    git_dir = f"{os.path.realpath(tmp_path / 'r')}/.git"
+    assert git_dir in layout.protect and git_dir not in layout.pinned
+    assert not any(p.startswith(git_dir + "/") for p in layout.protect + layout.block_files + layout.stubs)

@@ -60,6 +60,8 @@ def guard_repositories(ws: str, parts: dict[str, list[str]]) -> None:
 
 def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> None:
     """Pin `git_dir` (bound onto itself, so it cannot be renamed away and replaced) and guard what runs code."""
+    if read_only_if_linked(git_dir, (*GUARDED_DIRS, *GUARDED_FILES, "commondir", "modules", "worktrees"), parts):
+        return
     parts["pinned"].append(git_dir)
     for name in GUARDED_DIRS:
         guard_dir(os.path.join(git_dir, name), parts)
@@ -76,6 +78,8 @@ def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> 
 def guard_worktree_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
     """A linked worktree's own git dir: its pointers, its config.worktree and its submodules' git dirs
     (hooks, info and config come from the common dir)."""
+    if read_only_if_linked(git_dir, (*WORKTREE_FILES, "commondir", "modules"), parts):
+        return
     parts["pinned"].append(git_dir)
     for name in WORKTREE_FILES:
         guard_file(os.path.join(git_dir, name), parts)
@@ -92,6 +96,15 @@ def guard_modules(git_dir: str, parts: dict[str, list[str]], depth: int) -> None
         parts["protect"].append(modules)
         for module in module_git_dirs(modules):
             guard_git_dir(module, parts, depth + 1)
+
+
+def read_only_if_linked(git_dir: str, names: tuple[str, ...], parts: dict[str, list[str]]) -> bool:
+    """Bind `git_dir` read-only as a whole when one of `names` in it is a symbolic link (a `.git/hooks`
+    linked to a shared dir): a bind lands on the link's target, and the link itself could be replaced."""
+    if not any(os.path.islink(os.path.join(git_dir, name)) for name in names):
+        return False
+    parts["protect"].append(git_dir)
+    return True
 
 
 def follow(dot_git: str, ws: str, parts: dict[str, list[str]]) -> None:
