@@ -74,7 +74,7 @@ def test_survey_of_a_repository_protects_what_runs_code_and_pins_git(tmp_path):
     assert layout.pinned == (git,)
     assert layout.protect == (f"{ws}/.loop", f"{git}/hooks", f"{git}/info", f"{git}/config")
     assert layout.block_dirs == (f"{git}/modules",) and layout.stubs == (f"{git}/commondir",)
-    assert layout.block_files == (f"{git}/config.worktree", f"{git}/gitdir")
+    assert layout.block_files == (f"{git}/config.worktree",)
 
 
 def test_survey_blocks_what_is_missing_so_it_cannot_be_created(tmp_path):

@@ -138,7 +138,7 @@ def test_the_layout_guards_every_git_dir_and_does_not_follow_a_shipped_git_file(
     assert layout.writable == (s["common"], s["wt"], s["sub"])  # each points back at its checkout
     assert not any(p.startswith(s["V"]) for p in layout.writable + layout.pinned + layout.protect)
     assert f"{s['W']}/vendored/.git" in layout.protect  # the shipped pointer is kept as it is
-    assert {s["common"], s["wt"], s["sub"], s["N"]} <= set(layout.pinned)
+    assert s["N"] in layout.pinned and f"{s['common']}/worktrees" in layout.protect  # other checkouts' entries
     assert {f"{s['common']}/config", f"{s['wt']}/commondir", f"{s['wt']}/gitdir", f"{s['wt']}/modules",
             f"{s['sub']}/config", f"{s['sub']}/hooks", f"{s['N']}/config"} <= set(layout.protect)
     assert {f"{s['common']}/hooks", f"{s['N']}/info"} <= set(layout.block_dirs)
@@ -281,3 +281,28 @@ def test_a_git_dir_with_a_linked_hooks_dir_is_read_only_as_a_whole(tmp_path):
     git_dir = f"{os.path.realpath(tmp_path / 'r')}/.git"
     assert git_dir in layout.protect and git_dir not in layout.pinned
     assert not any(p.startswith(git_dir + "/") for p in layout.protect + layout.block_files + layout.stubs)
+
+
+def test_the_binds_stay_few_however_many_worktrees_and_nested_repositories(tmp_path):
+    """bwrap rereads the mount table per bind: other checkouts' git dirs are one read-only bind in all,
+    and nested repositories past the first few are one read-only bind each (no commits there)."""
+    main = tmp_path / "main"
+    git("init", "-q", main)
+    git("-C", main, "commit", "-q", "--allow-empty", "-m", "r")
+    for i in range(5):
+        git("-C", main, "worktree", "add", "-q", tmp_path / f"w{i}")
+        git("init", "-q", main / f"n{i}")
+    layout = survey(spec_from("workspace-write", tmp_path / "w2", {"HOME": str(tmp_path / "nohome")}))
+    common = os.path.realpath(main / ".git")
+    assert layout.writable == (common, f"{common}/worktrees/w2") and f"{common}/worktrees" in layout.protect
+    assert binds(layout) <= 16
+    layout = survey(spec_from("workspace-write", main, {"HOME": str(tmp_path / "nohome")}))
+    nested = [f"{os.path.realpath(main)}/n{i}/.git" for i in range(5)]
+    assert [n in layout.pinned for n in nested] == [True] * gitdirs.WRITABLE_NESTED + [False]
+    assert nested[-1] in layout.protect and f"{nested[-1]}/config" not in layout.protect
+    assert binds(layout) == 9 + 7 * gitdirs.WRITABLE_NESTED + 1  # .loop, main .git, 4 nested, 1 read-only
+
+
+def binds(layout) -> int:
+    return len(layout.writable + layout.pinned + layout.protect + layout.block_dirs + layout.block_files
+               + layout.stubs)

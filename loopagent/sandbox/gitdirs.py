@@ -6,11 +6,13 @@ config.worktree). A command may write the rest (objects, refs, logs, the index, 
 transient files of a commit), so `git commit` works; those files and dirs are re-bound read-only
 when they exist and covered by a placeholder when they do not, so none can be created either.
 
-Reached: the workspace's `.git`, the git dir (and common dir) a `.git` file points to, the
-repositories under `.git/modules/` and `.git/worktrees/`, and the existing nested repositories
-a bounded scan of the workspace finds. A `.git` file pointing outside the workspace is followed
-into a writable bind only when the git dir points back at it (a real worktree or submodule):
-otherwise a shipped `gitdir: ../victim/.git` would make another repository writable.
+Reached: the workspace's `.git`, the git dir (and common dir) a `.git` file points to,
+`.git/modules/` and `.git/worktrees/` (read-only as a whole: other checkouts' git dirs), and the
+existing nested repositories a bounded scan of the workspace finds. A `.git` file pointing
+outside the workspace is followed into a writable bind only when the git dir points back at it
+(a real worktree or submodule): otherwise a shipped `gitdir: ../victim/.git` would make another
+repository writable. Each bind costs bwrap ~0.3 ms (it rereads the mount table per bind), so
+git dirs beyond the first few are bound read-only whole: one bind each, and no commits there.
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ import os
 
 GUARDED_DIRS = ("hooks", "info")
 # commondir is missing in most git dirs, and git refuses an empty one: its placeholder is a stub
-# naming the git dir itself (".") that loop writes and removes, not /dev/null.
-GUARDED_FILES = ("config", "config.worktree", "gitdir")
+# naming the git dir itself (".") that loop writes and removes, not /dev/null. A `gitdir` file
+# matters only in a linked worktree's git dir (`git worktree prune` reads it): guarded there.
+GUARDED_FILES = ("config", "config.worktree")
 COMMONDIR_STUB = ".\n"
 # A linked worktree's git dir takes hooks, info and config from the common dir; only these (and
 # commondir, and modules/) are its own.
 WORKTREE_FILES = ("gitdir", "config.worktree")
+# Git dirs other than the workspace's own (nested repositories, checked-out submodules) kept
+# writable with their guards (~7 binds each); beyond these, each is one read-only bind.
+WRITABLE_NESTED = 4
 
 # The nested scan: bounded, so a huge workspace costs little; what it misses the tripwire still sees.
 SCAN_DEPTH = 4  # directory levels below the workspace
@@ -34,7 +40,6 @@ SKIP_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", "__pycac
                        ".pytest_cache", ".ruff_cache", "site-packages", ".git", ".hg", ".svn", "target",
                        ".gradle", ".cache", "dist", "build"})
 BARE_SHAPE = frozenset({"HEAD", "objects", "refs"})
-MODULES_DEPTH = 4  # submodule names may hold slashes: modules/libs/foo
 
 
 def guard_repositories(ws: str, parts: dict[str, list[str]]) -> None:
@@ -48,17 +53,23 @@ def guard_repositories(ws: str, parts: dict[str, list[str]]) -> None:
     else:
         # No repository yet: `git init` inside would write hooks the user later runs.
         parts["block_dirs"].append(git)
+    writable = WRITABLE_NESTED
     for dot_git in nested_repositories(ws):
         if os.path.islink(dot_git):
             continue  # never bound: a bind would follow it out of the workspace
         if os.path.isdir(dot_git):
-            guard_git_dir(dot_git, parts)
+            if writable > 0:
+                guard_git_dir(dot_git, parts)
+            else:
+                parts["protect"].append(dot_git)
         else:
             parts["protect"].append(dot_git)
-            follow(dot_git, ws, parts)
+            if writable > 0:
+                follow(dot_git, ws, parts)
+        writable -= 1
 
 
-def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> None:
+def guard_git_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
     """Pin `git_dir` (bound onto itself, so it cannot be renamed away and replaced) and guard what runs code."""
     if read_only_if_linked(git_dir, (*GUARDED_DIRS, *GUARDED_FILES, "commondir", "modules", "worktrees"), parts):
         return
@@ -68,11 +79,10 @@ def guard_git_dir(git_dir: str, parts: dict[str, list[str]], depth: int = 0) -> 
     for name in GUARDED_FILES:
         guard_file(os.path.join(git_dir, name), parts)
     guard(os.path.join(git_dir, "commondir"), parts, "stubs")
-    guard_modules(git_dir, parts, depth)
+    guard_dir(os.path.join(git_dir, "modules"), parts)  # submodules' git dirs; one a checkout uses is followed
     worktrees = os.path.join(git_dir, "worktrees")
-    if os.path.isdir(worktrees) and not os.path.islink(worktrees):
-        for entry in subdirs(worktrees):
-            guard_worktree_dir(entry, parts)
+    if os.path.lexists(worktrees):
+        parts["protect"].append(worktrees)  # other checkouts' git dirs; the workspace's own is followed
 
 
 def guard_worktree_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
@@ -84,18 +94,7 @@ def guard_worktree_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
     for name in WORKTREE_FILES:
         guard_file(os.path.join(git_dir, name), parts)
     guard(os.path.join(git_dir, "commondir"), parts, "stubs")
-    guard_modules(git_dir, parts, 0)
-
-
-def guard_modules(git_dir: str, parts: dict[str, list[str]], depth: int) -> None:
-    """`modules/` read-only (no new submodule git dirs, with their own config); each existing one guarded."""
-    modules = os.path.join(git_dir, "modules")
-    if not os.path.isdir(modules) or os.path.islink(modules):
-        guard_dir(modules, parts)
-    elif depth < MODULES_DEPTH:
-        parts["protect"].append(modules)
-        for module in module_git_dirs(modules):
-            guard_git_dir(module, parts, depth + 1)
+    guard_dir(os.path.join(git_dir, "modules"), parts)
 
 
 def read_only_if_linked(git_dir: str, names: tuple[str, ...], parts: dict[str, list[str]]) -> bool:
@@ -191,25 +190,6 @@ def nested_repositories(ws: str) -> list[str]:
                 return found[:SCAN_REPOS]
         level = below
     return found
-
-
-def module_git_dirs(modules: str) -> list[str]:
-    """The git dirs below `.git/modules` (a name with slashes nests them: modules/libs/foo)."""
-    found, level = [], [modules]
-    for _ in range(MODULES_DEPTH):
-        below = []
-        for d in level:
-            for entry in subdirs(d):
-                (found if looks_like_git_dir(entry) else below).append(entry)
-        level = below
-    return found
-
-
-def subdirs(path: str) -> list[str]:
-    try:
-        return sorted(e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
 
 
 def guard_dir(path: str, parts: dict[str, list[str]]) -> None:

@@ -46,6 +46,7 @@ def survey(spec: SandboxSpec) -> Layout:
         parts["writable"] += [d for d in spec.writable if os.path.isdir(d)]
         guard_dir(os.path.join(ws, ".loop"), parts)
         guard_repositories(ws, parts)
+        parts["pinned"] = [p for p in parts["pinned"] if p not in parts["writable"]]  # bound once
     # Never hide what holds a path the command needs: hiding an ancestor would hide the workspace itself.
     needed = (ws, *parts["writable"], *spec.through_tmp)
     hide_dirs, hide_files = [], []
