@@ -39,7 +39,6 @@ SCAN_REPOS = 32  # nested repositories guarded at most
 SKIP_DIRS = frozenset({"node_modules", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
                        ".pytest_cache", ".ruff_cache", "site-packages", ".git", ".hg", ".svn", "target",
                        ".gradle", ".cache", "dist", "build"})
-BARE_SHAPE = frozenset({"HEAD", "objects", "refs"})
 
 
 def guard_repositories(ws: str, parts: dict[str, list[str]]) -> None:
@@ -181,7 +180,7 @@ def nested_repositories(ws: str) -> list[str]:
                     entries = sorted(it, key=lambda e: e.name)
             except OSError:
                 continue
-            if path != ws and BARE_SHAPE <= {e.name for e in entries}:
+            if path != ws and is_bare(entries):
                 found.append(path)  # a bare repository (git uses its config when run inside it)
             else:
                 found += [e.path for e in entries if e.name == ".git" and path != ws]
@@ -190,6 +189,12 @@ def nested_repositories(ws: str) -> list[str]:
                 return found[:SCAN_REPOS]
         level = below
     return found
+
+
+def is_bare(entries: list[os.DirEntry]) -> bool:
+    """A directory shaped as a bare repository: a HEAD file beside objects/ and refs/."""
+    kinds = {e.name: e.is_dir(follow_symlinks=False) for e in entries if e.name in ("HEAD", "objects", "refs")}
+    return kinds == {"HEAD": False, "objects": True, "refs": True}
 
 
 def guard_dir(path: str, parts: dict[str, list[str]]) -> None:
