@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from loopagent.sandbox.gitdirs import COMMONDIR_STUB, contains, guard_dir, guard_repositories
 from loopagent.sandbox.spec import SandboxSpec, under
 
-MAX_SOCKETS = 256
-PATH_FIELD = re.compile(r" (/[^\n]*)")  # host sockets hidden one by one; beyond that a machine is not one we know
+MAX_SOCKETS = 256  # host sockets hidden one by one; beyond that a machine is not one we know
+PATH_FIELD = re.compile(r" (/[^\n]*)")
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Absolute paths, each list in the order it is mounted."""
+    """Absolute paths; bwrap.py mounts the walls shallow paths first, each list in its order."""
 
     writable: tuple[str, ...] = ()  # bound writable: extra dirs, a worktree's git dirs outside the workspace
     pinned: tuple[str, ...] = ()  # bound onto themselves so they cannot be renamed away (git dirs)
