@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from loopagent.sandbox import open_sandbox, spec_from  # noqa: E402
 from loopagent.sandbox.bwrap import bwrap_argv  # noqa: E402
 from loopagent.sandbox.containment import processes  # noqa: E402
-from loopagent.sandbox.layout import survey  # noqa: E402
+from loopagent.sandbox.layout import place_stubs, remove_mount_points, survey  # noqa: E402
 from loopagent.tools.base import ToolContext  # noqa: E402
 from loopagent.tools.shell import Shell, ShellParams  # noqa: E402
 from loopagent.tools.workspace import Workspace  # noqa: E402
@@ -35,13 +35,20 @@ def measure(command: str, runs: int, ws: Path, env: dict, plain: ToolContext, bo
             executor) -> dict[str, list[float]]:
     """Milliseconds per call of each way to run `command`, one of each in turn, first round dropped."""
     params = ShellParams(command=command)
-    raw = bwrap_argv(executor.spec, survey(executor.spec), ["bash", "-c", command], executor.bwrap)
+    layout = survey(executor.spec)
+    raw = bwrap_argv(executor.spec, layout, ["bash", "-c", command], executor.bwrap)
+
+    def bare_bwrap():  # with the placeholders the executor writes and removes around each call
+        place_stubs(layout)
+        subprocess.run(raw, cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True)
+        remove_mount_points(layout.mount_points())
+
     ways = {
         "bare": lambda: subprocess.run(["bash", "-c", command], cwd=ws, env=env, stdin=subprocess.DEVNULL,
                                        capture_output=True),
         "plain": lambda: Shell().run(params, plain),
         "boxed": lambda: Shell().run(params, boxed),
-        "bwrap": lambda: subprocess.run(raw, cwd=ws, env=env, stdin=subprocess.DEVNULL, capture_output=True),
+        "bwrap": bare_bwrap,
     }
     cells: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(runs + 1):

@@ -66,14 +66,15 @@ def git_init(path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(path)], check=True, timeout=30)
 
 
-def test_survey_of_a_repository_protects_hooks_config_and_pins_git(tmp_path):
+def test_survey_of_a_repository_protects_what_runs_code_and_pins_git(tmp_path):
     git_init(tmp_path)
     (tmp_path / ".loop").mkdir()
     layout = survey(spec_from("workspace-write", tmp_path, {"HOME": str(tmp_path / "nohome")}))
-    ws = os.path.realpath(tmp_path)
-    assert layout.pinned == (f"{ws}/.git",)
-    assert layout.protect == (f"{ws}/.loop", f"{ws}/.git/hooks", f"{ws}/.git/config")
-    assert layout.block_dirs == (f"{ws}/.git/modules",) and layout.block_files == ()
+    ws, git = os.path.realpath(tmp_path), f"{os.path.realpath(tmp_path)}/.git"
+    assert layout.pinned == (git,)
+    assert layout.protect == (f"{ws}/.loop", f"{git}/hooks", f"{git}/info", f"{git}/config")
+    assert layout.block_dirs == (f"{git}/modules",) and layout.stubs == (f"{git}/commondir",)
+    assert layout.block_files == (f"{git}/config.worktree",)
 
 
 def test_survey_blocks_what_is_missing_so_it_cannot_be_created(tmp_path):
@@ -83,8 +84,9 @@ def test_survey_blocks_what_is_missing_so_it_cannot_be_created(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "hooks").mkdir()
     layout = survey(spec_from("workspace-write", tmp_path, {"HOME": str(tmp_path / "nohome")}))
-    assert layout.block_files == (f"{ws}/.git/config",) and f"{ws}/.git/hooks" in layout.protect
-    assert layout.mount_points() == layout.block_dirs + layout.block_files
+    assert f"{ws}/.git/config" in layout.block_files and f"{ws}/.git/hooks" in layout.protect
+    assert f"{ws}/.git/info" in layout.block_dirs
+    assert layout.mount_points() == layout.block_dirs + layout.block_files + layout.stubs
 
 
 def test_survey_follows_a_worktree_to_its_git_dirs(tmp_path):
@@ -98,7 +100,9 @@ def test_survey_follows_a_worktree_to_its_git_dirs(tmp_path):
     gitdir = f"{common}/worktrees/wt"
     assert layout.writable == (common, gitdir)  # git commit writes objects, refs and the index there
     assert f"{os.path.realpath(wt)}/.git" in layout.protect  # the pointer itself cannot be repointed
-    assert {f"{gitdir}/commondir", f"{gitdir}/gitdir", f"{common}/hooks", f"{common}/config"} <= set(layout.protect)
+    assert {f"{gitdir}/commondir", f"{gitdir}/gitdir", f"{common}/hooks", f"{common}/config",
+            f"{common}/info"} <= set(layout.protect)
+    assert f"{common}/commondir" in layout.stubs and f"{gitdir}/config.worktree" in layout.block_files
 
 
 def test_a_gitdir_pointing_at_no_repository_is_not_made_writable(tmp_path):

@@ -52,9 +52,8 @@ def ws(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    """A directory outside the workspace and outside /tmp (the sandbox's /tmp is private)."""
-    path = Path(tempfile.mkdtemp(prefix="loop-sandbox-test-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK)
-                                 else Path.home()))
+    """A directory outside the workspace, /tmp and /var/tmp (private or empty inside the sandbox)."""
+    path = Path(tempfile.mkdtemp(prefix="loop-sandbox-test-", dir=Path.home()))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
@@ -89,13 +88,15 @@ def test_git_hooks_and_config_cannot_be_changed_but_commits_work(run_loop, serve
         "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/pre-commit", "chmod +x .git/hooks/pre-commit",
         "echo 'touch pwned' >> .git/hooks/pre-push", "rm -f .git/hooks/pre-push",
         "git config core.fsmonitor 'touch pwned'", "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config",
-        "mv .git/hooks .git/hooks-old", "mv .git .git-old", "git config --unset user.name", "",
+        "mv .git/hooks .git/hooks-old", "mv .git .git-old", "git config --unset user.name",
+        "echo \"$PWD\" > .git/commondir", "echo '* filter=x' > .git/info/attributes", "",
     ]))
     proc, [attacked, committed] = run_shell(run_loop, server, ws, [attack, "git add -A && git commit -qm sandboxed"])
     assert proc.returncode == 0, proc.stderr
     assert {p.name: p.read_bytes() for p in hooks.iterdir()} == before_hooks
     assert (ws / ".git" / "config").read_bytes() == before_config
     assert not (ws / "pwned").exists() and not (ws / ".git-old").exists() and not (ws / ".git" / "hooks-old").exists()
+    assert not (ws / ".git" / "commondir").exists() and not (ws / ".git" / "info" / "attributes").exists()
     assert "Read-only file system" in attacked and "[sandbox]" in attacked
     assert committed.startswith("exit code 0"), committed
     log = subprocess.run(["git", "-C", str(ws), "log", "--format=%s", "--name-only"], capture_output=True,

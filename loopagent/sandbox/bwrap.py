@@ -22,20 +22,36 @@ def bwrap_argv(spec: SandboxSpec, layout: Layout, command: list[str], bwrap: str
         argv.append("--disable-userns")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev"]
     argv += ["--proc", "/proc"] if spec.proc else empty_dir("/proc")  # never the host's /proc: loop's environ
-    # The private /tmp before the workspace: the workspace itself may live under /tmp.
+    # The private /tmp and the emptied socket dirs before the workspace, which may live under one of them;
+    # the socket dirs stay writable until the end, so mount points can be made in them, then read-only.
     argv += ["--tmpfs", "/tmp"]
+    for path in spec.private:
+        argv += ["--perms", "0555", "--tmpfs", path]
     for path in spec.through_tmp:  # before the workspace, which may lie inside one of them
         argv += ["--ro-bind-try", path, path]
     argv += ["--ro-bind" if spec.mode == "read-only" else "--bind", spec.workspace, spec.workspace]
-    for path in layout.writable + layout.pinned:
-        argv += ["--bind", path, path]
-    for path in layout.protect:
-        argv += ["--ro-bind", path, path]
-    for path in layout.block_dirs + layout.hide_dirs:
+    argv += walls(layout)
+    for path in layout.hide_dirs:
         argv += empty_dir(path)
-    for path in layout.block_files + layout.hide_files:
+    for path in layout.hide_files:
         argv += ["--ro-bind", "/dev/null", path]
+    for path in spec.private:
+        argv += ["--remount-ro", path]
     argv += ["--chdir", spec.workspace, "--", *command]
+    return argv
+
+
+def walls(layout: Layout) -> list[str]:
+    """The binds of the workspace's walls, shallow paths first: a module's git dir is bound writable
+    inside the read-only `.git/modules`, and its config read-only inside that."""
+    mounts = [(p, ["--bind", p, p]) for p in layout.writable + layout.pinned]
+    mounts += [(p, ["--ro-bind", p, p]) for p in layout.protect]
+    mounts += [(p, ["--ro-bind-try", p, p]) for p in layout.stubs]  # loop could not write one: no command can
+    mounts += [(p, empty_dir(p)) for p in layout.block_dirs]
+    mounts += [(p, ["--ro-bind", "/dev/null", p]) for p in layout.block_files]
+    argv: list[str] = []
+    for _path, options in sorted(mounts, key=lambda m: m[0].rstrip("/").count("/")):  # stable: ties keep order
+        argv += options
     return argv
 
 

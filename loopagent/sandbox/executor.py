@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopagent.sandbox.containment import become_subreaper
-from loopagent.sandbox.layout import Layout, survey
+from loopagent.sandbox.layout import Layout, place_stubs, remove_mount_points, survey
 from loopagent.sandbox.spec import SandboxSpec
 from loopagent.sandbox.walls import wall_note
 
@@ -31,17 +31,6 @@ class Started:
         remove_mount_points(self.mount_points)
 
 
-def remove_mount_points(paths: tuple[str, ...]) -> None:
-    for path in reversed(paths):
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                os.rmdir(path)  # only when empty: anything else was not ours
-            elif os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0:
-                os.unlink(path)
-        except OSError:
-            pass
-
-
 @dataclass
 class PlainExecutor:
     """Runs commands as loop's own user, unsandboxed (`--sandbox off`, or no working bwrap)."""
@@ -56,7 +45,7 @@ class PlainExecutor:
         """Start `argv`; raises OSError when it cannot."""
         return Started(popen(argv, cwd, env))
 
-    def note(self, output: str) -> str | None:
+    def note(self, output: str, exit_code: int | None = None, command: str = "") -> str | None:
         """A note for a failed command's result: which wall it hit (none here)."""
         return None
 
@@ -76,12 +65,16 @@ class BwrapExecutor:
         from loopagent.sandbox.bwrap import bwrap_argv
 
         self.last = survey(self.spec)
-        started = Started(popen(bwrap_argv(self.spec, self.last, argv, self.bwrap), cwd, env),
-                          self.last.mount_points())
-        return started
+        place_stubs(self.last)
+        try:
+            proc = popen(bwrap_argv(self.spec, self.last, argv, self.bwrap), cwd, env)
+        except OSError:
+            remove_mount_points(self.last.mount_points())
+            raise
+        return Started(proc, self.last.mount_points())
 
-    def note(self, output: str) -> str | None:
-        return wall_note(output, self.spec)
+    def note(self, output: str, exit_code: int | None = None, command: str = "") -> str | None:
+        return wall_note(output, self.spec, exit_code, command)
 
 
 Executor = PlainExecutor | BwrapExecutor
@@ -136,5 +129,6 @@ def walled_argv(mode: str, workspace: Path, argv: list[str], environ: Mapping[st
     if not isinstance(box.executor, BwrapExecutor):
         return argv, lambda: None, "off" if box.state == "off" else box.problem or "unavailable"
     layout = survey(box.executor.spec)
+    place_stubs(layout)
     points = layout.mount_points()
     return bwrap_argv(box.executor.spec, layout, argv, box.executor.bwrap), lambda: remove_mount_points(points), None

@@ -2,116 +2,122 @@
 
 Read from disk just before each command, because a command may create what the next one must
 not touch. Everything here is a fact about paths; turning it into bwrap options is bwrap.py.
+Which git dirs a command can reach and what in them is guarded is gitdirs.py.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from dataclasses import dataclass
 
-from loopagent.sandbox.spec import SandboxSpec
+from loopagent.sandbox.gitdirs import COMMONDIR_STUB, contains, guard_dir, guard_repositories
+from loopagent.sandbox.spec import SandboxSpec, under
 
-# Inside a git dir: what would run code later (hooks, config such as core.fsmonitor) or hold
-# other repositories' hooks and config (modules/). The rest stays writable so `git commit` works.
-GIT_PROTECTED_DIRS = ("hooks", "modules")
-GIT_PROTECTED_FILES = ("config",)
+MAX_SOCKETS = 256  # host sockets hidden one by one; beyond that a machine is not one we know
+PATH_FIELD = re.compile(r" (/[^\n]*)")
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Absolute paths, each list in the order it is mounted."""
+    """Absolute paths; bwrap.py mounts the walls shallow paths first, each list in its order."""
 
     writable: tuple[str, ...] = ()  # bound writable: extra dirs, a worktree's git dirs outside the workspace
-    pinned: tuple[str, ...] = ()  # bound onto themselves so they cannot be renamed away (.git)
+    pinned: tuple[str, ...] = ()  # bound onto themselves so they cannot be renamed away (git dirs)
     protect: tuple[str, ...] = ()  # existing files and dirs re-bound read-only
     block_dirs: tuple[str, ...] = ()  # missing protected dirs: an empty read-only dir there
     block_files: tuple[str, ...] = ()  # missing protected files: /dev/null there, so none can be made
+    stubs: tuple[str, ...] = ()  # missing commondir files: loop writes "." there, bound read-only
     hide_dirs: tuple[str, ...] = ()  # existing secret stores: an empty read-only dir over them
-    hide_files: tuple[str, ...] = ()  # existing secret files: /dev/null over them
+    hide_files: tuple[str, ...] = ()  # existing secret files and host sockets: /dev/null over them
 
     def mount_points(self) -> tuple[str, ...]:
-        """Paths bwrap creates on the host (through the writable workspace) to mount over."""
-        return self.block_dirs + self.block_files
+        """Paths made on the host (through the writable workspace) to mount over, removed after the call."""
+        return self.block_dirs + self.block_files + self.stubs
 
 
 def survey(spec: SandboxSpec) -> Layout:
     """The layout of `spec.workspace` as it is on disk now."""
     ws = spec.workspace
-    parts: dict[str, list[str]] = {k: [] for k in ("writable", "pinned", "protect", "block_dirs", "block_files")}
+    parts: dict[str, list[str]] = {k: [] for k in ("writable", "pinned", "protect", "block_dirs", "block_files",
+                                                   "stubs")}
     if spec.mode == "workspace-write":
         parts["writable"] += [d for d in spec.writable if os.path.isdir(d)]
         guard_dir(os.path.join(ws, ".loop"), parts)
-        git = os.path.join(ws, ".git")
-        if os.path.isdir(git) and not os.path.islink(git):
-            parts["pinned"].append(git)
-            guard_git_dir(git, parts)
-        elif os.path.lexists(git):
-            parts["protect"].append(git)  # a gitdir: file (worktree, submodule) or a symlink
-            guard_worktree(git, ws, parts)
-        else:
-            # No repository yet: `git init` inside would write hooks the user later runs.
-            parts["block_dirs"].append(git)
+        guard_repositories(ws, parts)
+        parts["pinned"] = [p for p in parts["pinned"] if p not in parts["writable"]]  # bound once
+    # Never hide what holds a path the command needs: hiding an ancestor would hide the workspace itself.
+    needed = (ws, *parts["writable"], *spec.through_tmp)
     hide_dirs, hide_files = [], []
     for path in spec.hidden:
-        if contains(path, ws) or not os.path.lexists(path):
-            continue  # hiding an ancestor would hide the workspace itself
+        if any(contains(path, p) for p in needed) or under(path, spec.private) or not os.path.lexists(path):
+            continue
         (hide_dirs if os.path.isdir(path) else hide_files).append(path)
+    walled, shown = ("/tmp", *spec.private, *hide_dirs), (*parts["writable"], *spec.through_tmp)
+    skip = tuple(d for d in walled if not any(contains(d, p) for p in shown))
+    for sock in host_sockets(skip=skip):  # the workspace's own are the command's
+        if not contains(ws, sock) and (not any(contains(d, sock) for d in walled)
+                                       or any(contains(d, sock) for d in shown)):
+            hide_files.append(sock)
     return Layout(**{k: tuple(dict.fromkeys(v)) for k, v in parts.items()},
-                  hide_dirs=tuple(hide_dirs), hide_files=tuple(hide_files))
+                  hide_dirs=tuple(hide_dirs), hide_files=tuple(dict.fromkeys(hide_files)))
 
 
-def guard_dir(path: str, parts: dict[str, list[str]]) -> None:
-    (parts["protect"] if os.path.exists(path) else parts["block_dirs"]).append(path)
+def host_sockets(table: str = "/proc/net/unix", skip: tuple[str, ...] = ()) -> list[str]:
+    """Path sockets bound on this host (listening or not) that exist as sockets now, resolved; those
+    named under a `skip` dir are left out early (a desktop lists hundreds of D-Bus clients under /run).
 
-
-def guard_file(path: str, parts: dict[str, list[str]]) -> None:
-    (parts["protect"] if os.path.exists(path) else parts["block_files"]).append(path)
-
-
-def guard_git_dir(git_dir: str, parts: dict[str, list[str]]) -> None:
-    for name in GIT_PROTECTED_DIRS:
-        guard_dir(os.path.join(git_dir, name), parts)
-    for name in GIT_PROTECTED_FILES:
-        guard_file(os.path.join(git_dir, name), parts)
-
-
-def guard_worktree(dot_git: str, ws: str, parts: dict[str, list[str]]) -> None:
-    """Follow `gitdir:` to the real git dir (and its common dir), writable but with hooks and config protected."""
-    git_dir = read_pointer(dot_git, "gitdir:", os.path.dirname(dot_git)) if os.path.isfile(dot_git) else None
-    if git_dir is None or not looks_like_git_dir(git_dir):
-        return  # not a repository git would use; the .git file itself is protected
-    common = read_pointer(os.path.join(git_dir, "commondir"), "", git_dir) or git_dir
-    if not looks_like_git_dir(common):
-        common = git_dir
-    for d in dict.fromkeys([common, git_dir]):  # the parent first, or it would cover the other
-        if not contains(ws, d):
-            parts["writable"].append(d)  # so git commit can write objects, refs and the index
-        parts["pinned"].append(d)
-    for name in ("commondir", "gitdir", "config.worktree"):
-        if git_dir != common and os.path.exists(os.path.join(git_dir, name)):
-            parts["protect"].append(os.path.join(git_dir, name))  # commondir would repoint the hooks
-    guard_git_dir(common, parts)
-
-
-def read_pointer(path: str, prefix: str, base: str) -> str | None:
-    """The path a one-line pointer file names (relative to `base`), resolved; None when unreadable."""
+    A path socket is reached through the file system, whatever the network namespace; the table
+    lists those of loop's own network namespace, which is the host's when loop runs on it.
+    """
     try:
-        with open(path, encoding="utf-8") as f:
-            line = f.read(4096).strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not line.startswith(prefix) or not line[len(prefix):].strip():
-        return None
-    return os.path.realpath(os.path.join(base, line[len(prefix):].strip()))
+        with open(table, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return []
+    # The fields before a path hold no "/": the first " /" of a line starts it. Unbound sockets have
+    # no path; abstract ones (@name) belong to the network namespace and are gone without --network.
+    named = dict.fromkeys(p for p in PATH_FIELD.findall(text) if not under(p, skip))
+    found: dict[str, None] = {}
+    for raw in named:
+        path = os.path.join(os.path.realpath(os.path.dirname(raw)), os.path.basename(raw))
+        try:
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                found[path] = None
+        except OSError:
+            continue
+        if len(found) >= MAX_SOCKETS:
+            break
+    return list(found)
 
 
-def looks_like_git_dir(path: str) -> bool:
-    # A hostile .git file could point anywhere ($HOME, /); only a real git dir is made writable.
-    return (os.path.isfile(os.path.join(path, "HEAD"))
-            and (os.path.isdir(os.path.join(path, "objects")) or os.path.isfile(os.path.join(path, "commondir")))
-            and path not in ("/", os.path.expanduser("~")))
+def place_stubs(layout: Layout) -> None:
+    """Write the commondir stubs the layout binds (git refuses an empty commondir; "." names the git dir itself)."""
+    for path in layout.stubs:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except OSError:
+            continue  # made meanwhile; bwrap binds what is there
+        with os.fdopen(fd, "w") as f:
+            f.write(COMMONDIR_STUB)
 
 
-def contains(parent: str, child: str) -> bool:
-    """True when `child` is `parent` or lies below it."""
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
+def remove_mount_points(paths: tuple[str, ...]) -> None:
+    """Remove what bwrap and place_stubs made to mount over: empty dirs and files, and unchanged stubs."""
+    for path in reversed(paths):
+        try:
+            info = os.lstat(path)
+            if stat.S_ISDIR(info.st_mode):
+                os.rmdir(path)  # only when empty: anything else was not ours
+            elif stat.S_ISREG(info.st_mode) and (info.st_size == 0 or is_stub(path)):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def is_stub(path: str) -> bool:
+    if os.path.basename(path) != "commondir":
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read(16) == COMMONDIR_STUB

@@ -17,6 +17,9 @@ SECRET_STORES = (
     ".cargo/credentials.toml",
 )
 DAEMON_SOCKETS = ("/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd")
+# Where the host's daemons keep their Unix sockets (a path socket is reachable without a network):
+# each is an empty read-only dir inside, as /tmp is a private one.
+SOCKET_DIRS = ("/run", "/var/run", "/var/tmp")
 
 
 @dataclass(frozen=True)
@@ -28,8 +31,9 @@ class SandboxSpec:
     network: bool = False
     writable: tuple[str, ...] = ()  # extra writable directories (workspace-write only)
     hidden: tuple[str, ...] = ()  # hidden behind an empty mount when they exist
-    # Directories under /tmp that commands need to run (a venv or a toolchain on PATH there),
-    # shown read-only through the private /tmp, which would otherwise hide them.
+    private: tuple[str, ...] = ()  # host socket dirs shown empty and read-only (SOCKET_DIRS, resolved)
+    # Paths under /tmp or a private dir that commands need (a venv or a toolchain on PATH there, the
+    # resolver's file when the network is on), shown read-only through the dir that would hide them.
     through_tmp: tuple[str, ...] = ()
     proc: bool = True  # a fresh /proc; False when the kernel refuses one (then /proc is empty)
     disable_userns: bool = True  # no nested user namespaces (where bwrap and the kernel allow it)
@@ -60,12 +64,28 @@ def spec_from(mode: str, workspace: Path, environ: Mapping[str, str], network: b
     for entry in writable:
         path = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
         extra.append(os.path.realpath(os.path.join(root, path)))  # relative: to the workspace
+    private = private_dirs()
+    through = programs_under_tmp(environ, private)
+    resolver = os.path.realpath("/etc/resolv.conf")  # often a link into /run (systemd-resolved)
+    if network and resolver != "/etc/resolv.conf" and os.path.isfile(resolver) and under(resolver, private):
+        through += (resolver,)
     return SandboxSpec(mode=mode, workspace=root, network=network, writable=tuple(extra),
-                       hidden=tuple(dict.fromkeys(hidden)), through_tmp=programs_under_tmp(environ))
+                       hidden=tuple(dict.fromkeys(hidden)), private=private, through_tmp=through)
 
 
-def programs_under_tmp(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The prefixes of PATH and PYTHONPATH entries, $VIRTUAL_ENV and this interpreter below /tmp.
+def private_dirs() -> tuple[str, ...]:
+    """SOCKET_DIRS that exist here, resolved (/var/run is mostly a link to /run), /tmp's own excluded."""
+    found = (os.path.realpath(d) for d in SOCKET_DIRS if os.path.isdir(d))
+    return tuple(d for d in dict.fromkeys(found) if d not in ("/", "/tmp"))
+
+
+def under(path: str, dirs: tuple[str, ...]) -> bool:
+    return any(path.startswith(d.rstrip("/") + "/") for d in dirs)
+
+
+def programs_under_tmp(environ: Mapping[str, str], private: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The prefixes of PATH and PYTHONPATH entries, $VIRTUAL_ENV and this interpreter below /tmp
+    (or below one of the `private` dirs).
 
     A clone in /tmp with its venv (CI does this) must still find its `python` inside the
     sandbox; `X/bin` on PATH stands for the prefix `X`, whose lib/ the interpreter needs.
@@ -73,12 +93,13 @@ def programs_under_tmp(environ: Mapping[str, str]) -> tuple[str, ...]:
     entries = [p for var in ("PATH", "PYTHONPATH") for p in environ.get(var, "").split(os.pathsep) if p]
     entries += [environ.get("VIRTUAL_ENV", ""), sys.prefix, sys.base_prefix]
     found = []
-    for entry in entries:
-        real = os.path.realpath(entry) if entry else ""
-        if os.path.basename(real) == "bin":
-            real = os.path.dirname(real)
-        if real.startswith("/tmp/") and os.path.isdir(real):
-            found.append(real)
+    for entry in filter(None, entries):
+        # Resolved and as written: NixOS puts /run/current-system/sw/bin, a link into /nix/store, on PATH.
+        for path in dict.fromkeys([os.path.realpath(entry), os.path.abspath(entry)]):
+            if os.path.basename(path) == "bin":
+                path = os.path.dirname(path)
+            if under(path, ("/tmp", *private)) and os.path.isdir(path):
+                found.append(path)
     return tuple(sorted(dict.fromkeys(found), key=len))
 
 

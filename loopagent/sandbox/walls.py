@@ -10,17 +10,20 @@ NETWORK_SIGNS = ("Network is unreachable", "Temporary failure in name resolution
                  "Name or service not known", "No address associated with hostname", "ENETUNREACH",
                  "getaddrinfo failed", "nodename nor servname")
 LOCAL_NETWORK_SIGNS = ("Connection refused", "ECONNREFUSED")
+# Exit codes of a network failure from programs often run silenced (curl -s, wget -q): no output to read.
+QUIET_NETWORK_EXITS = {"curl": (5, 6, 7), "wget": (4,)}
 
 
-def wall_note(output: str, spec: SandboxSpec) -> str | None:
-    """A short note naming the wall the output shows and how the user can lift it; None when none shows."""
+def wall_note(output: str, spec: SandboxSpec, exit_code: int | None = None, command: str = "") -> str | None:
+    """A short note naming the wall the output (or the exit code of a silenced download) shows and how
+    the user can lift it; None when none shows."""
     if spec.mode == "off":
         return None
     notes = []
     if any(sign in output for sign in WRITE_SIGNS):
         notes.append(write_note(output, spec))
     if not spec.network:
-        if any(sign in output for sign in NETWORK_SIGNS):
+        if any(sign in output for sign in NETWORK_SIGNS) or quiet_network_failure(command, exit_code):
             notes.append("the sandbox has no network; the user can allow it with --network")
         elif any(sign in output for sign in LOCAL_NETWORK_SIGNS):
             notes.append("the sandbox has no network, not even to servers on this machine outside the "
@@ -33,11 +36,24 @@ def wall_note(output: str, spec: SandboxSpec) -> str | None:
     return "[sandbox] " + "; ".join(notes) + "."
 
 
+def quiet_network_failure(command: str, exit_code: int | None) -> bool:
+    """True when `command` runs curl or wget and the exit code is theirs for "could not reach the host"."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    programs = {w.rsplit("/", 1)[-1] for w in words}
+    return any(exit_code in codes for name, codes in QUIET_NETWORK_EXITS.items() if name in programs)
+
+
 def write_note(output: str, spec: SandboxSpec) -> str:
     if spec.mode == "read-only":
         return "the sandbox is read-only in this run (--sandbox read-only); only a private /tmp is writable"
     if ".git" in output or ".loop" in output:
-        return (".git/hooks, .git/config and .loop/ are read-only inside the sandbox (and .git cannot be "
+        return ("git metadata that can run programs (config, hooks/, info/, commondir, of every repository in "
+                "the workspace) and .loop/ are read-only inside the sandbox and cannot be removed (nor .git "
                 "created: the user can run git init); the user can lift this with --sandbox off")
     return ("the sandbox lets commands write only the workspace and a private /tmp; the user can add a "
             "writable directory with sandbox_writable in their config file, or run with --sandbox off")

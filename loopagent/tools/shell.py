@@ -119,7 +119,7 @@ class Shell(Tool):
                           clipped=output.clipped)
         if not returncode:
             return ToolResult.ok(body, details=details)
-        note = ctx.executor.note(text)
+        note = ctx.executor.note(text, returncode, args.command)
         if note:
             body += ("" if body.endswith("\n") else "\n") + note + "\n"
         return ToolResult.error(body, details)
