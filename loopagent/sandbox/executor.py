@@ -42,8 +42,11 @@ class PlainExecutor:
         return f"not sandboxed ({self.reason})" if self.reason else "not sandboxed"
 
     def spawn(self, argv: list[str], cwd: str, env: Mapping[str, str]) -> Started:
-        """Start `argv`; raises OSError when it cannot."""
-        return Started(popen(argv, cwd, env))
+        """Start `argv`; raises OSError when it cannot. Under spawn.guard: nothing but bwrap's own
+        --die-with-parent would end the call's processes when loop is SIGKILLed."""
+        from loopagent.spawn import guard
+
+        return Started(popen(guard(argv), cwd, env))
 
     def note(self, output: str, exit_code: int | None = None, command: str = "") -> str | None:
         """A note for a failed command's result: which wall it hit (none here)."""

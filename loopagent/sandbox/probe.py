@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+
+from loopagent.spawn import absolute_path
 
 PROBE_TIMEOUT = 10.0
 
@@ -29,7 +32,8 @@ _cache: dict[str | None, Probe] = {}
 def probe(path: str | None) -> Probe:
     """The probe of the bwrap found on `path` (a PATH value), cached per process."""
     if path not in _cache:
-        _cache[path] = run_probe(shutil.which("bwrap", path=path))
+        # Never a relative PATH entry: it names the working directory, where a model may have left a `bwrap`.
+        _cache[path] = run_probe(shutil.which("bwrap", path=absolute_path(path or os.environ.get("PATH", os.defpath))))
     return _cache[path]
 
 
