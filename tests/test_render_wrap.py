@@ -1,0 +1,113 @@
+"""Long diff lines soft-wrap: the row that continues a line has no `+`/`-` of its own, so the rows
+agree with the `+N -M` counts at any width (results, approval prompts, /diff and /init alike)."""
+
+from __future__ import annotations
+
+import io
+
+import pexpect
+import pytest
+
+from loopagent.events import ToolCalled, ToolFinished
+from loopagent.messages import ToolCall, ToolResult
+from loopagent.render import diff as diffs
+from loopagent.render.terminal import TerminalRenderer
+from tests.conftest import clean_env
+from tests.fakeserver import text, tools
+from tests.pty import ANSI, Terminal
+from tests.screen import Screen
+
+ADDED = ("x = [" + ", ".join(f"'item{i:03}'" for i in range(20)))[:199] + "]"  # 200 characters, one line
+REMOVED = "old = compute(alpha, beta, gamma, delta, epsilon, zeta, eta, theta, iota, kappa, lambda_, mu, nu)"
+DIFF = (f"--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@\n keep = 1\n-{REMOVED}\n+{ADDED}\n"
+        f" also = 'a context line long enough to wrap at the narrow widths tested here, surely'\n")
+
+
+def test_the_added_line_is_200_characters():
+    assert len(ADDED) == 200
+
+
+def markers(rows: list[str], indent: str) -> list[str]:
+    """The marker column of each diff row ('+', '-', ' ' ...), the hunk header left out."""
+    return [row[len(indent)] for row in rows if not row[len(indent):].startswith("@@")]
+
+
+@pytest.mark.parametrize("width", [30, 50, 80, 120, 250])
+def test_rows_fit_the_width_and_agree_with_the_counts(width):
+    indent = "      "
+    rows = [t for t, _ in diffs.rows(DIFF, indent, width=width)]
+    assert all(len(row) <= width for row in rows), rows
+    marks = markers(rows, indent)
+    assert (marks.count("+"), marks.count("-")) == diffs.stats(DIFF) == (1, 1)
+    # A changed line reads back whole: its first row, then the rows in its colour that continue it.
+    lines: list[tuple[str, str]] = []
+    for row, style in diffs.rows(DIFF, indent, width=width):
+        body = row[len(indent):]
+        if lines and body.startswith(" ") and style in ("green", "red") and style == lines[-1][1]:
+            lines[-1] = (lines[-1][0] + body[1:], style)  # a continuation: under the text, no marker
+        else:
+            lines.append((body, style))
+    assert ("+" + ADDED, "green") in lines and ("-" + REMOVED, "red") in lines
+    if width < 200:  # the added line took several rows and only its first carries the `+`
+        first = next(i for i, row in enumerate(rows) if row[len(indent)] == "+")
+        assert rows[first + 1].startswith(indent + " ") and rows[first + 1][len(indent) + 1:] != ""
+
+
+def test_without_a_width_a_file_keeps_every_line_whole():
+    assert diffs.plain(DIFF, "  ", headers=True).splitlines()[4] == "  -" + REMOVED
+
+
+def screen_of(out: io.StringIO, width: int) -> Screen:
+    screen = Screen(width)
+    screen.feed(out.getvalue().replace("\n", "\r\n"))  # what a pty's output processing (onlcr) sends
+    return screen
+
+
+@pytest.mark.parametrize("color", [False, True], ids=["plain", "colour"])
+@pytest.mark.parametrize("width", [60, 80])
+def test_result_approval_and_whole_diffs_on_a_screen(color, width):
+    out = io.StringIO()
+    r = TerminalRenderer(out, color=color, live=False, width=width, monochrome=True)
+    call = ToolCall("c1", "edit_file", "{}")
+    r.show_approval(call, "m.py", DIFF, "edits need approval")  # the approval prompt
+    r.show_diff(DIFF, "m.py +1 -1")  # /diff and /init
+    other = ToolCall("c2", "edit_file", "{}")
+    r(ToolCalled(other, "m.py"))
+    r(ToolFinished(other, ToolResult("c2", "edit_file", "edited m.py", display=DIFF)))  # the result
+    screen = screen_of(out, width)
+    assert not any(screen.wrapped), "a row ran past the width and the terminal wrapped it"
+    rows = ["".join(cells) for cells in screen.rows]
+    plus = [row for row in rows if row.lstrip().startswith("+") and not row.lstrip().startswith("+++")]
+    minus = [row for row in rows if row.lstrip().startswith("-") and not row.lstrip().startswith("---")]
+    assert len(plus) == 3 and len(minus) == 3, rows  # one each, in each of the three diffs
+    assert "would change m.py  +1 -1" in out.getvalue()
+
+
+def test_a_200_character_line_on_an_80_column_pty(server, workspace, loop_home):
+    """The real `loop` on a pty 80 columns wide: the edit's diff shows one `+` row, the rest of the line
+    continues under it, and the terminal itself never wraps a diff row."""
+    (workspace / "m.py").write_text(f"keep = 1\n{REMOVED}\n")
+    server.add(tools(("write_file", {"path": "m.py", "content": f"keep = 1\n{ADDED}\n"})), text("Done."))
+    env = clean_env(loop_home)
+    env.update(TERM="xterm", COLUMNS="80", LINES="40")
+    t = Terminal(["agent", "-C", str(workspace), "--base-url", server.url, "--approval", "all", "edit m.py"],
+                 env, workspace, dimensions=(40, 80))
+    try:
+        t.child.expect(pexpect.EOF, timeout=30)
+        seen = t.seen + t.child.before
+    finally:
+        t.child.close(force=True)
+    assert t.child.exitstatus == 0, ANSI.sub("", seen)
+    screen = Screen(80)
+    screen.feed(seen)
+    rows = ["".join(cells).rstrip() for cells in screen.rows]
+    start = next(i for i, row in enumerate(rows) if row.lstrip().startswith("ok: wrote m.py"))
+    assert "(+1 -1 lines)" in rows[start]
+    body = rows[start + 1:next(i for i, row in enumerate(rows) if row.startswith("Done."))]
+    assert [row[6] for row in body if row.startswith("      +")] == ["+"], body  # one added line, one `+`
+    assert sum(row.startswith("      -") for row in body) == 1, body
+    added = next(i for i, row in enumerate(body) if row.startswith("      +"))
+    joined = body[added][7:] + "".join(row[7:] for row in body[added + 1:added + 3])
+    assert joined == ADDED, body
+    assert all(body[added + k].startswith("       ") for k in (1, 2)), body  # continued under the text
+    assert not any(screen.wrapped[start:start + len(body) + 1]), "the terminal wrapped a diff row"
