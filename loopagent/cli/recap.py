@@ -84,3 +84,18 @@ def session_of(repl: Any) -> tuple[str, Path | None]:
         found = next((x for x in repl.agent.listeners if type(x).__name__ == "SessionWriter"), None)
     path = getattr(found, "path", None)
     return str(getattr(found, "id", "") or ""), Path(path) if path else None
+
+
+def resume_command(session_id: str, workspace: Path | None = None) -> str:
+    """The command that continues a session: `loop agent --resume ID`, with `-C DIR` unless DIR is the
+    current directory (sessions are looked up per workspace)."""
+    import shlex
+
+    where = ""
+    if workspace is not None:
+        try:
+            here = Path.cwd().resolve() == Path(workspace).resolve()
+        except OSError:  # the current directory is gone
+            here = False
+        where = "" if here else f" -C {shlex.quote(str(workspace))}"
+    return f"loop agent{where} --resume {shlex.quote(session_id)}"

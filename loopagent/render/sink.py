@@ -80,7 +80,8 @@ class Sink(Protocol):
     def room(self) -> int | None: ...  # cells before the screen wraps a line, now; None: no screen
     def row(self, line: Line, clip: bool = True) -> None: ...  # one line, cut at the width when `clip`
     def rows(self, lines: list[Line], clip: bool = True) -> None: ...
-    def say(self, text: str, style: str = "") -> None: ...  # a line of the REPL's or the approver's
+    # A line of the REPL's or the approver's; `whole`: never broken by the layout (a command to copy).
+    def say(self, text: str, style: str = "", whole: bool = False) -> None: ...
     def diff(self, diff: str, indent: str, max_lines: int = ..., headers: bool = False) -> None: ...
     def new_turn(self) -> None: ...  # a model request begins
     def answer(self, text: str) -> None: ...  # answer text as it streams
@@ -133,7 +134,7 @@ class PlainSink:
         for line in lines:
             self.row(line, clip)
 
-    def say(self, text: str, style: str = "") -> None:
+    def say(self, text: str, style: str = "", whole: bool = False) -> None:
         self.line(text)
 
     def diff(self, diff: str, indent: str, max_lines: int = diffs.MAX_LINES, headers: bool = False) -> None:
@@ -234,9 +235,9 @@ class RichSink:
         for line in lines:
             self.row(line, clip)
 
-    def say(self, text: str, style: str = "") -> None:
+    def say(self, text: str, style: str = "", whole: bool = False) -> None:
         self.pause()
-        self.print(Text(text, style=style))
+        self.print(Text(text, style=style), soft_wrap=whole)  # soft: the terminal wraps it, no newline is added
 
     def diff(self, diff: str, indent: str, max_lines: int = diffs.MAX_LINES, headers: bool = False) -> None:
         self.print(diffs.coloured(diff, indent, max_lines, headers, width=self.room))

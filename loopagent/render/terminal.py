@@ -240,9 +240,10 @@ class TerminalRenderer(ApprovalView):
         """One line of loop's own text."""
         self.sink.row(((text, ""),), clip=False)
 
-    def say(self, text: str, style: str = "") -> None:
-        """A line from the REPL or the approver, styled on a colour terminal."""
-        self.sink.say(printable(text), style)
+    def say(self, text: str, style: str = "", whole: bool = False) -> None:
+        """A line from the REPL or the approver, styled on a colour terminal; `whole`: left for the
+        terminal to wrap, so a command in it copies as one line."""
+        self.sink.say(printable(text), style, whole)
 
     def set_activity(self, label: str | None) -> None:
         self.sink.set_activity(label)
