@@ -44,6 +44,7 @@ class Recording:
     settings: Settings
     compacted: list[Compacted] = field(default_factory=list)  # compactions of a resumed session, in order
     checkpoints: Any = None  # a checkpoint.Recorder when checkpoints are on
+    opening: UserMessage | None = None  # the task's message, added by the loop after the session_start hooks
 
     @property
     def id(self) -> str:
@@ -137,7 +138,7 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     if not resume and not fork:
         agent.add(rec.history, SystemMessage(system))
         if not interactive:
-            agent.add(rec.history, UserMessage(rec.task))
+            rec.opening = UserMessage(rec.task)
     return rec
 
 
@@ -207,11 +208,11 @@ def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec:
     if loaded.compacted and context is not None:
         context.restore(loaded.compacted[-1])
     # Cut off while waiting for the model: the same request again, rather than two user messages in a row.
-    if not interactive and (task or not isinstance(history[-1], UserMessage)):
-        agent.add(history, UserMessage(task or CONTINUE))
-    last = history[-1]
+    opening = UserMessage(task or CONTINUE) if not interactive and (
+        task or not isinstance(history[-1], UserMessage)) else None
+    last = opening or history[-1]
     text = last.content if isinstance(last, UserMessage) else ""
-    return Recording(writer, history, text, workspace, settings, loaded.compacted)
+    return Recording(writer, history, text, workspace, settings, loaded.compacted, opening=opening)
 
 
 def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
@@ -233,11 +234,11 @@ def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: 
     kept: list[Message] = []
     for message in history:
         agent.add(kept, message)
-    if not interactive and (task or not isinstance(kept[-1], UserMessage)):
-        agent.add(kept, UserMessage(task or CONTINUE))
-    last_message = kept[-1]
+    opening = UserMessage(task or CONTINUE) if not interactive and (
+        task or not isinstance(kept[-1], UserMessage)) else None
+    last_message = opening or kept[-1]
     text = last_message.content if isinstance(last_message, UserMessage) else ""
-    return Recording(writer, kept, text, workspace, settings)
+    return Recording(writer, kept, text, workspace, settings, opening=opening)
 
 
 class Relabel:

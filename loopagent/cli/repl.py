@@ -266,11 +266,11 @@ class Repl:
 
     def turn(self, text: str) -> RunEnd:
         """One task: the agent runs until it answers or stops; what was typed meanwhile waits in `pending`."""
-        self.agent.add(self.history, UserMessage(self.message(text)))
+        opening = UserMessage(self.message(text))  # added by the loop, after the first turn's session_start hooks
         self.typeahead.start()
         try:
             with self.trap.turn() if self.trap else nullcontext(Cancel()) as cancel:
-                end = self.agent.run(self.history, text, cancel)
+                end = self.agent.run(self.history, text, cancel, opening)
             self.armed = None  # a Ctrl+C that stopped this turn opens no window to leave
             if cancel.signal == signal.SIGINT and end.status != "aborted" and self.trap is not None:
                 self.trap.held.append(signal.SIGINT)  # pressed as the turn ended: it counts at the prompt, like one between turns
