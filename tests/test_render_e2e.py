@@ -194,8 +194,10 @@ def test_a_resize_mid_stream_leaves_no_fragments(server, ws, loop_home):
     lines = [ln for ln in screen.lines() if ln.strip()]
     # Printed at the new width (Rich wraps the blocks it prints); each piece of text once, nothing else.
     assert all(len(ln) <= 50 for ln in lines), lines
+    # The done line fits the new width too: the checkpoint count went, the rest is one line.
     assert " ".join(lines).split() == (f"First paragraph, finished. {OPEN}and ends here. "
-                                       "done: completed, 1 step, 100+10 tokens, 0 checkpoints").split(), lines
+                                       "done: completed, 1 step, 100+10 tokens").split(), lines
+    assert lines[-1] == "done: completed, 1 step, 100+10 tokens"
 
 
 # ---- the done line in the REPL -----------------------------------------------------------------------------

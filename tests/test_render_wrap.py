@@ -1,5 +1,6 @@
 """Long diff lines soft-wrap: the row that continues a line has no `+`/`-` of its own, so the rows
-agree with the `+N -M` counts at any width (results, approval prompts, /diff and /init alike)."""
+agree with the `+N -M` counts at any width (results, approval prompts, /diff and /init alike). The
+`done:` line fits the width by dropping its least telling parts."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from loopagent.events import ToolCalled, ToolFinished
 from loopagent.messages import ToolCall, ToolResult
 from loopagent.render import diff as diffs
+from loopagent.render.lines import Tally, done_line, text_of
 from loopagent.render.terminal import TerminalRenderer
 from tests.conftest import clean_env
 from tests.fakeserver import text, tools
@@ -111,3 +113,41 @@ def test_a_200_character_line_on_an_80_column_pty(server, workspace, loop_home):
     assert joined == ADDED, body
     assert all(body[added + k].startswith("       ") for k in (1, 2)), body  # continued under the text
     assert not any(screen.wrapped[start:start + len(body) + 1]), "the terminal wrapped a diff row"
+
+
+TASK = Tally(steps=4, prompt=12345, completion=678, checkpoints=2, cost=0.0123)
+ALL = Tally(steps=9, prompt=45678, completion=1234, checkpoints=5, cost=0.0456)
+
+
+@pytest.mark.parametrize("width", [40, 60, 80, 100, 120, 200])
+def test_the_done_line_fits_the_width_dropping_the_least_telling_parts_first(width):
+    shown = text_of(done_line("completed", "", TASK, ALL, width))
+    assert len(shown) <= width, shown
+    full = text_of(done_line("completed", "", TASK, ALL))
+    if len(full) <= width:
+        assert shown == full  # nothing dropped where all of it fits
+    assert shown.startswith("done: completed")
+    # What stays is a prefix of this order of importance: the steps, the tokens, the cost, the checkpoints.
+    kept = [part in shown for part in ("4 steps", "12345+678 tokens", "$0.01", "2 checkpoints")]
+    assert kept == sorted(kept, reverse=True), shown
+    assert "all tasks" not in shown or "4 steps" in shown
+
+
+def test_the_reason_of_a_stop_stays_when_the_figures_go():
+    why = "stopped after 30 model requests (--max-steps)"
+    shown = text_of(done_line("step_limit", why, TASK, ALL, 75))
+    assert shown == f"done: step_limit, 4 steps ({why})"
+    assert why in text_of(done_line("step_limit", why, TASK, ALL, 20))  # wraps rather than lose the reason
+
+
+def test_a_file_gets_the_whole_done_line():
+    out = io.StringIO()  # not a terminal: no width to fit
+    r = TerminalRenderer(out, color=False)
+    from loopagent.events import AgentStart, RunEnd
+    from loopagent.messages import Usage
+
+    for n in (1, 2):
+        r(AgentStart("t"))
+        r(RunEnd("completed", n, Usage(100000 * n, 10 * n)))
+    assert out.getvalue().splitlines()[-1] == ("done: completed · this task: 2 steps, 200000+20 tokens, 0 checkpoints"
+                                               " · all tasks: 3 steps, 300000+30 tokens, 0 checkpoints")

@@ -81,7 +81,7 @@ class Recording:
     def services(self) -> dict[str, Any]:
         """What the interactive REPL's slash commands use."""
         out: dict[str, Any] = {
-            "sessions": lambda: describe_sessions(listing(self.home or loop_home(), self.workspace)),
+            "sessions": lambda width=None: describe_sessions(listing(self.home or loop_home(), self.workspace), width),
             "fork_session": lambda repl: self.fork(repl.history),
             "session_path": lambda: self.path,
             "leave_session": self.writer.leave,
@@ -260,18 +260,26 @@ class Relabel:
             self.rec.checkpoints.session = self.rec.id
 
 
-def describe_session(s: Summary, id_width: int = 0, status_width: int = 10) -> str:
+def describe_session(s: Summary, id_width: int = 0, status_width: int = 10, dated: bool = True) -> str:
     """One line of a session listing; the widths line a column of them up."""
-    when = s.created[:19].replace("T", " ") or "?"
+    when = f"{s.created[:19].replace('T', ' ') or '?':<19}  " if dated else ""
     steps = f"{s.steps:>3} step{'' if s.steps == 1 else 's'}"
-    return f"{s.id:<{id_width}}  {when:<19}  {steps:<9}  {s.status:<{status_width}}  {s.task[:60]}".rstrip()
+    return f"{s.id:<{id_width}}  {when}{steps:<9}  {s.status:<{status_width}}  {s.task[:60]}".rstrip()
 
 
-def describe_sessions(found: list[Summary]) -> list[str]:
-    """The listing of `loop sessions` and /sessions: one line each, in aligned columns."""
+def describe_sessions(found: list[Summary], width: int | None = None) -> list[str]:
+    """The listing of `loop sessions` and /sessions: one line each, in aligned columns. Given a `width`
+    (a screen), each line fits it: the date goes first when the task would get too little room (the id
+    begins with the time), then the task is cut with an ellipsis; the id stays whole."""
     id_width = max((len(s.id) for s in found), default=0)
     status_width = max((len(s.status) for s in found), default=0)
-    return [describe_session(s, id_width, status_width) for s in found]
+    lines = [describe_session(s, id_width, status_width) for s in found]
+    if width is None or all(len(line) <= width for line in lines):
+        return lines
+    from loopagent.render.lines import clipped
+
+    dated = id_width + status_width + 2 + 21 + 11 + 2 + 20 <= width  # columns and gaps, then 20 of the task
+    return [clipped(describe_session(s, id_width, status_width, dated), width) for s in found]
 
 
 def describe_tree(found: list[Summary]) -> list[str]:

@@ -99,7 +99,8 @@ class Repl:
     # Set by /rewind: the text put back into the next prompt.
     prefill: str = ""
     context_used: int = 0
-    turns: list[Any] = field(default_factory=list)  # per-step token records (TurnTokens events)
+    # Per-step token records (TurnTokens events), each task's led by its AgentStart (/tokens separates them).
+    turns: list[Any] = field(default_factory=list)
     services: dict[str, Any] = field(default_factory=dict)  # session and checkpoint objects, when present
     trap: Trap | None = None  # turns stopping signals into the turn's cancel token (None: signals as Python has them)
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
@@ -121,7 +122,7 @@ class Repl:
         name = type(event).__name__
         if isinstance(event, AssistantDone) and event.message.usage:
             self.context_used = event.message.usage.total
-        elif name == "TurnTokens":
+        elif name in ("TurnTokens", "AgentStart"):
             self.turns.append(event)
         elif name == "Compacted":
             self.context_used = event.tokens_after

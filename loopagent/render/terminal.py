@@ -89,6 +89,11 @@ class TerminalRenderer(ApprovalView):
         return self.sink.console
 
     @property
+    def width(self) -> int:
+        """Cells a line may take: the terminal's width now (80 for a file, where nothing wraps)."""
+        return self.sink.room or self.sink.width
+
+    @property
     def typing(self) -> str:
         return self.sink.typing
 
@@ -203,7 +208,9 @@ class TerminalRenderer(ApprovalView):
         if event.cost is not None:
             self.total.cost = (self.total.cost or 0.0) + event.cost
         total = self.total if self.tasks > 1 else None
-        self.sink.row(lines.done_line(event.status, printable(event.message), self.task, total), clip=False)
+        # As wide as the screen (a wrapped line after every turn is noise); a file gets it whole.
+        self.sink.row(lines.done_line(event.status, printable(event.message), self.task, total, self.sink.room),
+                      clip=False)
 
     # ---- pieces -------------------------------------------------------------------------------
 
