@@ -163,6 +163,20 @@ class Repl:
             self.renderer.say(HINT, "yellow")
         return False
 
+    def watch_held(self) -> None:
+        """As a prompt starts: a Ctrl+C that came as a signal just before it took the keys counts now."""
+        from prompt_toolkit.application import get_app
+
+        app = get_app()
+
+        async def presses() -> None:  # runs once the prompt reads keys (raw mode)
+            for _ in range(self.trap.take_held() if self.trap is not None else 0):
+                if self.interrupt(above_prompt=True):
+                    app.exit(exception=EOFError())
+                    return
+
+        app.create_background_task(presses())
+
     def run(self) -> int:
         """Read and run until /exit, Ctrl+D at an empty prompt or a second Ctrl+C (0); then say how to resume."""
         path = loop_home() / "history"
@@ -256,7 +270,7 @@ class Repl:
         """What was queued during the last turn (a slash command alone, text lines together), else the prompt."""
         if not self.pending:
             default, self.prefill = self.prefill, ""
-            return prompt.prompt("> ", default=default).strip()
+            return prompt.prompt("> ", default=default, pre_run=self.watch_held).strip()
         lines = [self.pending.pop(0)]
         while not lines[0].startswith(ALONE) and self.pending and not self.pending[0].startswith(ALONE):
             lines.append(self.pending.pop(0))
