@@ -212,3 +212,14 @@ def test_sessions_rows_fit_the_screen_with_the_task_cut_by_an_ellipsis(tmp_path,
         assert shown[0].endswith("…") and "fix the failing test" in shown[0]  # the task cut, not dropped
         assert shown[1].endswith("aborted    short")  # what fits is left whole
         assert ("2026-01-01 10:15:00" in shown[0]) is dated  # the date goes first on a narrow screen
+
+
+def test_the_resume_recap_fits_a_narrow_screen():
+    from loopagent.cli.recap import recap
+    from loopagent.messages import AssistantMessage, UserMessage
+
+    long = "explain how the path rules pick files on Windows runners and why backslashes matter " * 3
+    history = [UserMessage(long), AssistantMessage(long), UserMessage("and then?"), AssistantMessage("done")]
+    shown = recap(history, "20260101T101500Z-explain", None, width=60)
+    assert all(len(line) <= 60 for line in shown), shown
+    assert shown[1].startswith("task: explain how") and shown[1].endswith("…")

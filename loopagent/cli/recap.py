@@ -46,8 +46,9 @@ def exchanges(history: list[Message]) -> list[tuple[str, str]]:
     return out
 
 
-def recap(history: list[Message], session_id: str, path: Path | None, now: float | None = None) -> list[str]:
-    """The lines shown on resuming: id, last activity, task, then the last exchanges."""
+def recap(history: list[Message], session_id: str, path: Path | None, now: float | None = None,
+          width: int = WIDTH) -> list[str]:
+    """The lines shown on resuming: id, last activity, task, then the last exchanges (each cut to `width`)."""
     asked = exchanges(history)
     when = ""
     if path is not None:
@@ -60,14 +61,14 @@ def recap(history: list[Message], session_id: str, path: Path | None, now: float
             when = f" · last active {ago((now or time.time()) - mtime)} ({stamp})"
     lines = [f"resumed session {session_id}{when}"]
     if asked:
-        lines.append(f"task: {clip(asked[0][0])}")
+        lines.append(f"task: {clip(asked[0][0], width - 6)}")
     shown = asked[-EXCHANGES:]
     if len(asked) > len(shown):
         lines.append(f"  … {len(asked) - len(shown)} earlier")
     for question, answer in shown:
-        lines.append(f"  > {clip(question, WIDTH - 4)}")
+        lines.append(f"  > {clip(question, width - 4)}")
         if answer:
-            lines.append(f"    {clip(answer, WIDTH - 4)}")
+            lines.append(f"    {clip(answer, width - 4)}")
     return lines
 
 

@@ -215,10 +215,10 @@ class Repl:
         """A resumed session says which it is, its task, when it was last active and its last exchanges."""
         if not any(isinstance(m, UserMessage) for m in self.history):
             return
-        from loopagent.cli.recap import recap, session_of
+        from loopagent.cli.recap import WIDTH, recap, session_of
 
         session_id, path = session_of(self)
-        for line in recap(self.history, session_id or "?", path):
+        for line in recap(self.history, session_id or "?", path, width=min(self.renderer.width, WIDTH)):
             self.renderer.say(line, "dim")
 
     def loop(self, prompt: PromptSession[str]) -> int:
