@@ -16,7 +16,7 @@ from loopagent.render.lines import Tally, done_line, text_of
 from loopagent.render.terminal import TerminalRenderer
 from tests.conftest import clean_env
 from tests.fakeserver import text, tools
-from tests.pty import ANSI, Terminal
+from tests.pty import Terminal
 from tests.screen import Screen
 
 ADDED = ("x = [" + ", ".join(f"'item{i:03}'" for i in range(20)))[:199] + "]"  # 200 characters, one line
@@ -85,34 +85,74 @@ def test_result_approval_and_whole_diffs_on_a_screen(color, width):
     assert "would change m.py  +1 -1" in out.getvalue()
 
 
+def changed_lines(rows: list[str], indent: int) -> tuple[list[str], list[str]]:
+    """The added and removed lines of a diff on screen: a `+`/`-` row and the rows that continue it
+    (blank in the marker's column), joined."""
+    added: list[str] = []
+    removed: list[str] = []
+    current: list[str] | None = None
+    for row in rows:
+        mark, body = row[indent:indent + 1], row[indent + 1:]
+        if row[indent:].startswith(("+++ ", "--- ")):  # a file header, not a changed line
+            current = None
+        elif mark in ("+", "-"):
+            current = added if mark == "+" else removed
+            current.append(body)
+        elif mark == " " and current is not None and row.startswith(" " * (indent + 1)) and body.strip():
+            current[-1] += body
+        else:
+            current = None
+    return added, removed
+
+
 def test_a_200_character_line_on_an_80_column_pty(server, workspace, loop_home):
-    """The real `loop` on a pty 80 columns wide: the edit's diff shows one `+` row, the rest of the line
-    continues under it, and the terminal itself never wraps a diff row."""
+    """The real REPL on a pty 80 columns wide: the approval prompt, a result and /diff each show the
+    200-character line as one `+` row continued under its text; the terminal never wraps a diff row."""
     (workspace / "m.py").write_text(f"keep = 1\n{REMOVED}\n")
-    server.add(tools(("write_file", {"path": "m.py", "content": f"keep = 1\n{ADDED}\n"})), text("Done."))
+    again = ADDED.replace("item", "elem")
+    server.add(tools(("write_file", {"path": "m.py", "content": f"keep = 1\n{ADDED}\n"})), text("Done."),
+               tools(("write_file", {"path": "m.py", "content": f"keep = 1\n{again}\n"})), text("Again."))
     env = clean_env(loop_home)
     env.update(TERM="xterm", COLUMNS="80", LINES="40")
-    t = Terminal(["agent", "-C", str(workspace), "--base-url", server.url, "--approval", "all", "edit m.py"],
-                 env, workspace, dimensions=(40, 80))
+    t = Terminal(["agent", "-C", str(workspace), "--base-url", server.url, "--approval", "ask"], env, workspace,
+                 dimensions=(40, 80))
     try:
+        t.prompt()
+        t.line("edit m.py")
+        t.expect(r"allow\? \[y/N/a\]")
+        t.line("y")
+        t.expect("done: completed")
+        t.prompt()
+        t.line("/approval all")
+        t.prompt()
+        t.line("edit it again")
+        t.expect("done: completed")
+        t.prompt()
+        t.line("/diff")
+        t.prompt()
+        t.child.sendcontrol("d")
         t.child.expect(pexpect.EOF, timeout=30)
         seen = t.seen + t.child.before
     finally:
         t.child.close(force=True)
-    assert t.child.exitstatus == 0, ANSI.sub("", seen)
     screen = Screen(80)
     screen.feed(seen)
     rows = ["".join(cells).rstrip() for cells in screen.rows]
-    start = next(i for i, row in enumerate(rows) if row.lstrip().startswith("ok: wrote m.py"))
-    assert "(+1 -1 lines)" in rows[start]
-    body = rows[start + 1:next(i for i, row in enumerate(rows) if row.startswith("Done."))]
-    assert [row[6] for row in body if row.startswith("      +")] == ["+"], body  # one added line, one `+`
-    assert sum(row.startswith("      -") for row in body) == 1, body
-    added = next(i for i, row in enumerate(body) if row.startswith("      +"))
-    joined = body[added][7:] + "".join(row[7:] for row in body[added + 1:added + 3])
-    assert joined == ADDED, body
-    assert all(body[added + k].startswith("       ") for k in (1, 2)), body  # continued under the text
-    assert not any(screen.wrapped[start:start + len(body) + 1]), "the terminal wrapped a diff row"
+
+    def section(first: str, last: str, after: int = 0) -> tuple[int, list[str]]:
+        begin = next(i for i, row in enumerate(rows) if i >= after and first in row)
+        stop = next(i for i, row in enumerate(rows) if i > begin and last in row)
+        assert not any(screen.wrapped[begin:stop]), "the terminal wrapped a diff row"
+        return stop, rows[begin + 1:stop]
+
+    end, asked = section("write_file would change m.py  +1 -1", "allow? [y/N/a]")
+    assert changed_lines(asked, 6) == ([ADDED], [REMOVED]), asked
+    end, result = section("ok: wrote m.py", "done: completed", end)
+    assert changed_lines(result, 0) == ([], [])  # the diff just approved is not shown again
+    end, result = section("ok: wrote m.py", "done: completed", end)
+    assert changed_lines(result, 6) == ([again], [ADDED]), result
+    _, whole = section("> /diff", "session ")  # since the session started; the resume line follows
+    assert changed_lines(whole, 2) == ([again], [REMOVED]), whole
 
 
 TASK = Tally(steps=4, prompt=12345, completion=678, checkpoints=2, cost=0.0123)
