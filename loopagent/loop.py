@@ -99,15 +99,17 @@ class Agent:
         history.append(message)
         self.emit(MessageAdded(message, len(history) - 1))
 
-    def run(self, history: list[Message], task: str = "", cancel: Cancel | None = None) -> RunEnd:
+    def run(self, history: list[Message], task: str = "", cancel: Cancel | None = None,
+            opening: UserMessage | None = None) -> RunEnd:
         """Drive the conversation until the model answers without tool calls, a limit stops it, `cancel`
-        is set, or the run can no longer be recorded (`health`)."""
+        is set, or the run can no longer be recorded (`health`). `opening`, the message this turn starts
+        with, is added here: the agent's first also carries its session_start hooks' context."""
         self.emit(AgentStart(task))
         cancel = cancel or Cancel()
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
         run = Tally(Repeats(self.emit), self.registry.specs(), Deadline(self.limits.time_limit, cancel))
-        for context in self.hooks.session_start(task, self.emit, cancel):  # once per agent, before any request
-            self.add(history, UserMessage(f"[session_start hook] {context}"))
+        if opening is not None:
+            self.add(history, self.opened(opening, task, cancel))
         while True:
             if (why := self.blocked(run, cancel)) is not None:
                 return self.end(run, *why)
@@ -136,6 +138,17 @@ class Agent:
                 if (why := self.blocked(run, cancel, ended=True)) is not None:  # stopped during the check
                     return self.end(run, *why)
                 return self.end(run, "check_failed" if run.check and not run.check.passed else "completed")
+
+    def opened(self, message: UserMessage, task: str, cancel: Cancel) -> UserMessage:
+        """`message` after the session_start hooks ran (once per agent): their context first, then the
+        message, in one user message, so the model reads the context before the task it answers (a
+        context sent after the task was taken for the task)."""
+        from loopagent.session.typed import HOOK_END, HOOK_HEAD
+
+        contexts = self.hooks.session_start(task, self.emit, cancel)
+        if not contexts:
+            return message
+        return UserMessage("\n\n".join([*(f"{HOOK_HEAD}{c}{HOOK_END}" for c in contexts), message.content]))
 
     def told_cut(self, history: list[Message], run: Tally, cut: OutputCut) -> bool:
         """Keep a reply cut at max_tokens (its calls dropped: nothing ran) and tell the model so, once;

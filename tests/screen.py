@@ -65,6 +65,10 @@ class Screen:
             elif op == "B":
                 self.row += n
                 self._ensure(self.row)
+            elif op == "C":
+                self.col = min(self.col + n, self.width - 1)
+            elif op == "D":
+                self.col = max(0, self.col - n)
             elif op == "G":
                 self.col = n - 1
             elif op == "J" and args in ("", "0"):

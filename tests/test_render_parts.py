@@ -83,13 +83,13 @@ def test_long_head_lines_are_clipped_to_the_width():
     assert out.getvalue().splitlines()[2] == "      " + "x" * 33 + "…"
 
 
-def test_wrapped_diff_rows_keep_their_marker():
+def test_wrapped_diff_rows_continue_under_their_text_without_a_marker():
     diff = "@@ -1 +1 @@\n-" + "a" * 50 + "\n+" + "b" * 50 + "\n context\n"
     rows = [text for text, _ in diffs.rows(diff, "  ", width=30)]
     assert rows[0] == "  @@ -1 +1 @@"
     assert all(len(row) <= 30 for row in rows)
-    assert [row[2] for row in rows[1:]] == ["-", "-", "+", "+", " "]
-    assert "".join(row[3:] for row in rows if row[2] == "+") == "b" * 50
+    assert [row[2] for row in rows[1:]] == ["-", " ", "+", " ", " "]  # the counts say +1 -1: so do the rows
+    assert rows[3][3:] + rows[4][3:] == "b" * 50
     assert diffs.plain(diff, "  ").count("\n") == 4  # no width (a file): lines stay whole
 
 

@@ -81,6 +81,9 @@ def test_compact_reports_once_and_tokens_counts_steps(term, server):
     t.line("/tokens")
     out = t.expect(TOOLBAR)
     assert "step" in out and "turn" not in out
+    # Each task's steps start at 1 again, under a line that names the task.
+    assert [line.strip() for line in out.splitlines() if "──" in line] == [
+        "── task 1: task 0", "── task 2: task 1", "── task 3: task 2"]
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
 
@@ -142,3 +145,81 @@ def test_resume_shows_the_session_its_task_and_last_exchanges(term, server, run_
     assert "task: what is the answer?" in shown and "The answer is 42." in shown
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
+
+
+# ---- /sessions and /tokens fit the screen (in-process: the real REPL and renderer, a replayed model) -------
+
+def in_process_repl(tmp_path, monkeypatch, turns: list, width: int, services: dict | None = None):
+    import io
+    import os
+    import sys
+
+    from loopagent.cli.repl import Repl
+    from loopagent.client.replay import ReplayClient
+    from loopagent.config import Settings
+    from loopagent.loop import Agent
+    from loopagent.messages import SystemMessage
+    from loopagent.render.terminal import TerminalRenderer
+    from loopagent.tools import Registry, ToolContext, default_tools
+    from loopagent.tools.workspace import Workspace
+
+    devnull = open(os.devnull)  # the REPL's type-ahead needs a real file descriptor on stdin
+    monkeypatch.setattr(sys, "stdin", devnull)
+    agent = Agent(model=ReplayClient(turns), registry=Registry(default_tools()), tools=ToolContext(Workspace(tmp_path)))
+    out = io.StringIO()
+    repl = Repl(agent, [SystemMessage("sys")], Settings(ctx_size=16384), TerminalRenderer(out, color=False, width=width),
+                services=services or {})
+    return repl, out
+
+
+def test_tokens_names_each_task_above_its_steps(tmp_path, monkeypatch):
+    from loopagent.cli.slash import COMMANDS
+    from tests.fakeserver import text_events, tool_events
+
+    (tmp_path / "a.txt").write_text("hello\n")
+    long_task = "read a.txt and then tell me, at length and with care, everything that it says " * 2
+    repl, out = in_process_repl(tmp_path, monkeypatch, [
+        text_events("first"), tool_events(("read_file", {"path": "a.txt"})), text_events("it says hello")], 60)
+    repl.turn("say something")
+    repl.turn(long_task)
+    out.truncate(0)
+    out.seek(0)
+    COMMANDS["/tokens"].run(repl, "", None)
+    shown = out.getvalue().splitlines()
+    assert all(len(line) <= 60 for line in shown), shown
+    steps = [line.split()[0] for line in shown[1:-1]]
+    assert steps == ["──", "1", "──", "1", "2"], shown  # numbers start again per task, each task named
+    assert shown[1] == "  ── task 1: say something"
+    assert shown[3].startswith("  ── task 2: read a.txt and then tell me") and shown[3].endswith("…")
+    assert shown[-1].split()[:3] == ["all", "300", "30"]  # the separators count for nothing
+
+
+def test_sessions_rows_fit_the_screen_with_the_task_cut_by_an_ellipsis(tmp_path, monkeypatch):
+    from loopagent.cli.record import describe_sessions
+    from loopagent.cli.slash import COMMANDS
+    from loopagent.session.catalog import Summary
+
+    found = [Summary("20260101T101500Z-fix-the-failing-test-in-the-path-rules", tmp_path / "a.jsonl",
+                     "2026-01-01T10:15:00Z", 5, "completed", "fix the failing test in the path rules module " * 2),
+             Summary("20260101T111500Z-short", tmp_path / "b.jsonl", "2026-01-01T11:15:00Z", 1, "aborted", "short")]
+    for width, dated in ((100, False), (140, True)):
+        repl, out = in_process_repl(tmp_path, monkeypatch, [], width,
+                                    {"sessions": lambda width=None: describe_sessions(found, width)})
+        COMMANDS["/sessions"].run(repl, "", None)
+        shown = out.getvalue().splitlines()
+        assert len(shown) == 2 and all(len(line) <= width for line in shown), shown
+        assert shown[0].startswith("20260101T101500Z-fix-the-failing-test-in-the-path-rules  ")  # the id whole
+        assert shown[0].endswith("…") and "fix the failing test" in shown[0]  # the task cut, not dropped
+        assert shown[1].endswith("aborted    short")  # what fits is left whole
+        assert ("2026-01-01 10:15:00" in shown[0]) is dated  # the date goes first on a narrow screen
+
+
+def test_the_resume_recap_fits_a_narrow_screen():
+    from loopagent.cli.recap import recap
+    from loopagent.messages import AssistantMessage, UserMessage
+
+    long = "explain how the path rules pick files on Windows runners and why backslashes matter " * 3
+    history = [UserMessage(long), AssistantMessage(long), UserMessage("and then?"), AssistantMessage("done")]
+    shown = recap(history, "20260101T101500Z-explain", None, width=60)
+    assert all(len(line) <= 60 for line in shown), shown
+    assert shown[1].startswith("task: explain how") and shown[1].endswith("…")

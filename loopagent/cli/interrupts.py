@@ -4,7 +4,9 @@ The handler itself only writes the signal number into a pipe (nothing that takes
 run inside a signal handler safely); a watcher thread reads it and sets the token. The main
 thread is never interrupted by an exception while a turn runs: whatever blocks there (a tool
 batch, an approval question) watches the token. Outside a turn SIGINT is a KeyboardInterrupt
-as before (slash commands rely on it) and SIGTERM/SIGHUP raise `Stopped`.
+and SIGTERM/SIGHUP raise `Stopped`; once the REPL calls `hold()`, a SIGINT outside a turn is only
+counted (`take_held`): a Ctrl+C that lands between two prompts (a turn just ended) must not end the
+REPL from wherever the main thread happens to be.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,6 +39,8 @@ class Trap:
     def __init__(self) -> None:
         self.current: Cancel | None = None
         self.received: list[int] = []  # stopping signals in order of arrival
+        self.holding = False  # SIGINT outside a turn: counted in `held` instead of raised (the REPL)
+        self.held: deque[int] = deque()  # one entry per held SIGINT (appended by the handler and the watcher)
         self._saved: dict[int, object] = {}
         self._pipe: tuple[int, int] | None = None
         self._watcher: threading.Thread | None = None
@@ -43,6 +48,20 @@ class Trap:
     def stopping(self) -> int | None:
         """The SIGTERM or SIGHUP that means the whole process must end (not just a turn), if one came."""
         return next((s for s in self.received if s != signal.SIGINT), None)
+
+    def hold(self) -> None:
+        """From now on a SIGINT outside a turn is counted, not raised; installed again, since a prompt
+        (prompt-toolkit's asyncio loop) puts Python's default handler back when it ends."""
+        self.holding = True
+        self._install()
+
+    def take_held(self) -> int:
+        """How many SIGINTs arrived outside a turn since the last call."""
+        count = 0
+        while self.held:
+            self.held.popleft()
+            count += 1
+        return count
 
     def __enter__(self) -> Trap:
         self._pipe = os.pipe()
@@ -81,6 +100,9 @@ class Trap:
     def _handle(self, signum: int, frame: object) -> None:
         self.received.append(signum)
         if self.current is None:
+            if signum == signal.SIGINT and self.holding:
+                self.held.append(signum)
+                return
             if signum == signal.SIGINT:
                 raise KeyboardInterrupt
             raise Stopped(signum)
@@ -98,3 +120,5 @@ class Trap:
                 token = self.current
                 if token is not None:
                     token.set(REASONS.get(signum, CANCELLED), signum)
+                elif signum == signal.SIGINT and self.holding:  # the turn ended before this one was read
+                    self.held.append(signum)

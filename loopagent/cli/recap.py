@@ -46,8 +46,9 @@ def exchanges(history: list[Message]) -> list[tuple[str, str]]:
     return out
 
 
-def recap(history: list[Message], session_id: str, path: Path | None, now: float | None = None) -> list[str]:
-    """The lines shown on resuming: id, last activity, task, then the last exchanges."""
+def recap(history: list[Message], session_id: str, path: Path | None, now: float | None = None,
+          width: int = WIDTH) -> list[str]:
+    """The lines shown on resuming: id, last activity, task, then the last exchanges (each cut to `width`)."""
     asked = exchanges(history)
     when = ""
     if path is not None:
@@ -60,14 +61,14 @@ def recap(history: list[Message], session_id: str, path: Path | None, now: float
             when = f" · last active {ago((now or time.time()) - mtime)} ({stamp})"
     lines = [f"resumed session {session_id}{when}"]
     if asked:
-        lines.append(f"task: {clip(asked[0][0])}")
+        lines.append(f"task: {clip(asked[0][0], width - 6)}")
     shown = asked[-EXCHANGES:]
     if len(asked) > len(shown):
         lines.append(f"  … {len(asked) - len(shown)} earlier")
     for question, answer in shown:
-        lines.append(f"  > {clip(question, WIDTH - 4)}")
+        lines.append(f"  > {clip(question, width - 4)}")
         if answer:
-            lines.append(f"    {clip(answer, WIDTH - 4)}")
+            lines.append(f"    {clip(answer, width - 4)}")
     return lines
 
 
@@ -84,3 +85,18 @@ def session_of(repl: Any) -> tuple[str, Path | None]:
         found = next((x for x in repl.agent.listeners if type(x).__name__ == "SessionWriter"), None)
     path = getattr(found, "path", None)
     return str(getattr(found, "id", "") or ""), Path(path) if path else None
+
+
+def resume_command(session_id: str, workspace: Path | None = None) -> str:
+    """The command that continues a session: `loop agent --resume ID`, with `-C DIR` unless DIR is the
+    current directory (sessions are looked up per workspace)."""
+    import shlex
+
+    where = ""
+    if workspace is not None:
+        try:
+            here = Path.cwd().resolve() == Path(workspace).resolve()
+        except OSError:  # the current directory is gone
+            here = False
+        where = "" if here else f" -C {shlex.quote(str(workspace))}"
+    return f"loop agent{where} --resume {shlex.quote(session_id)}"

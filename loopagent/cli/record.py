@@ -45,6 +45,7 @@ class Recording:
     settings: Settings
     compacted: list[Compacted] = field(default_factory=list)  # compactions of a resumed session, in order
     checkpoints: Any = None  # a checkpoint.Recorder when checkpoints are on
+    opening: UserMessage | None = None  # the task's message, added by the loop after the session_start hooks
 
     @property
     def id(self) -> str:
@@ -82,7 +83,7 @@ class Recording:
     def services(self) -> dict[str, Any]:
         """What the interactive REPL's slash commands use."""
         out: dict[str, Any] = {
-            "sessions": lambda: describe_sessions(listing(self.home or loop_home(), self.workspace)),
+            "sessions": lambda width=None: describe_sessions(listing(self.home or loop_home(), self.workspace), width),
             "fork_session": lambda repl: self.fork(repl.history),
             "session_path": lambda: self.path,
             "leave_session": self.writer.leave,
@@ -139,7 +140,7 @@ def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, 
     if not resume and not fork:
         agent.add(rec.history, SystemMessage(system))
         if not interactive:
-            agent.add(rec.history, UserMessage(rec.task))
+            rec.opening = UserMessage(rec.task)
     return rec
 
 
@@ -209,11 +210,11 @@ def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec:
     if loaded.compacted and context is not None:
         context.restore(loaded.compacted[-1])
     # Cut off while waiting for the model: the same request again, rather than two user messages in a row.
-    if not interactive and (task or not isinstance(history[-1], UserMessage)):
-        agent.add(history, UserMessage(task or CONTINUE))
-    last = history[-1]
+    opening = UserMessage(task or CONTINUE) if not interactive and (
+        task or not isinstance(history[-1], UserMessage)) else None
+    last = opening or history[-1]
     text = last.content if isinstance(last, UserMessage) else ""
-    return Recording(writer, history, text, workspace, settings, loaded.compacted)
+    return Recording(writer, history, text, workspace, settings, loaded.compacted, opening=opening)
 
 
 def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
@@ -233,11 +234,11 @@ def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: 
     kept: list[Message] = []
     for message in history:
         agent.add(kept, message)
-    if not interactive and (task or not isinstance(kept[-1], UserMessage)):
-        agent.add(kept, UserMessage(task or CONTINUE))
-    last_message = kept[-1]
+    opening = UserMessage(task or CONTINUE) if not interactive and (
+        task or not isinstance(kept[-1], UserMessage)) else None
+    last_message = opening or kept[-1]
     text = last_message.content if isinstance(last_message, UserMessage) else ""
-    return Recording(writer, kept, text, workspace, settings)
+    return Recording(writer, kept, text, workspace, settings, opening=opening)
 
 
 class Relabel:
@@ -259,18 +260,26 @@ class Relabel:
             self.rec.checkpoints.session = self.rec.id
 
 
-def describe_session(s: Summary, id_width: int = 0, status_width: int = 10) -> str:
+def describe_session(s: Summary, id_width: int = 0, status_width: int = 10, dated: bool = True) -> str:
     """One line of a session listing; the widths line a column of them up."""
-    when = s.created[:19].replace("T", " ") or "?"
+    when = f"{s.created[:19].replace('T', ' ') or '?':<19}  " if dated else ""
     steps = f"{s.steps:>3} step{'' if s.steps == 1 else 's'}"
-    return f"{s.id:<{id_width}}  {when:<19}  {steps:<9}  {s.status:<{status_width}}  {s.task[:60]}".rstrip()
+    return f"{s.id:<{id_width}}  {when}{steps:<9}  {s.status:<{status_width}}  {s.task[:60]}".rstrip()
 
 
-def describe_sessions(found: list[Summary]) -> list[str]:
-    """The listing of `loop sessions` and /sessions: one line each, in aligned columns."""
+def describe_sessions(found: list[Summary], width: int | None = None) -> list[str]:
+    """The listing of `loop sessions` and /sessions: one line each, in aligned columns. Given a `width`
+    (a screen), each line fits it: the date goes first when the task would get too little room (the id
+    begins with the time), then the task is cut with an ellipsis; the id stays whole."""
     id_width = max((len(s.id) for s in found), default=0)
     status_width = max((len(s.status) for s in found), default=0)
-    return [describe_session(s, id_width, status_width) for s in found]
+    lines = [describe_session(s, id_width, status_width) for s in found]
+    if width is None or all(len(line) <= width for line in lines):
+        return lines
+    from loopagent.render.lines import clipped
+
+    dated = id_width + status_width + 2 + 21 + 11 + 2 + 20 <= width  # columns and gaps, then 20 of the task
+    return [clipped(describe_session(s, id_width, status_width, dated), width) for s in found]
 
 
 def describe_tree(found: list[Summary]) -> list[str]:

@@ -9,10 +9,16 @@ person types is read without echo and queued (cli/typeahead.py): when the turn e
 command runs and queued text is sent as the next task, each echoed; Ctrl+D typed meanwhile leaves.
 `@path` attaches a file (cli/mentions.py), `!cmd` runs a command as the person (cli/bang.py), `/NAME`
 sends a prompt template (cli/templates.py), Ctrl+X Ctrl+E or /edit opens $VISUAL/$EDITOR on the input.
+Leaving takes a deliberate key: Ctrl+D on an empty line, /exit, or a second Ctrl+C within `WINDOW`
+seconds (the first says so); a Ctrl+C that cancels a turn, or lands as one ends, never leaves. The
+last line names the saved session and the command that continues it.
 """
 
 from __future__ import annotations
 
+import signal
+import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -37,10 +43,13 @@ if TYPE_CHECKING:
 
 
 ALONE = ("/", "!")  # a queued line starting so is a command of its own, never joined to a message
+WINDOW = 2.0  # seconds within which a second Ctrl+C at the prompt leaves
+HINT = "press Ctrl+C again to exit (or Ctrl+D)"
 
 
-def key_bindings() -> KeyBindings:
-    """Enter sends; Esc+Enter or a trailing backslash starts a new line; Ctrl+C clears, or exits when empty."""
+def key_bindings(interrupt: Callable[[], bool] | None = None) -> KeyBindings:
+    """Enter sends; Esc+Enter or a trailing backslash starts a new line; Ctrl+C clears the input, or at an
+    empty prompt asks `interrupt` whether to leave (None: it leaves)."""
     kb = KeyBindings()
 
     @kb.add("escape", "enter")
@@ -64,8 +73,10 @@ def key_bindings() -> KeyBindings:
     def _interrupt(event) -> None:
         if event.current_buffer.text:
             event.current_buffer.reset()
-        else:
-            event.app.exit(exception=KeyboardInterrupt())
+        elif event.app.is_done:
+            return  # a second key of the same read after the prompt already ended
+        elif interrupt is None or interrupt():
+            event.app.exit(exception=EOFError())  # leave, as Ctrl+D does
 
     return kb
 
@@ -88,11 +99,13 @@ class Repl:
     # Set by /rewind: the text put back into the next prompt.
     prefill: str = ""
     context_used: int = 0
-    turns: list[Any] = field(default_factory=list)  # per-step token records (TurnTokens events)
+    # Per-step token records (TurnTokens events), each task's led by its AgentStart (/tokens separates them).
+    turns: list[Any] = field(default_factory=list)
     services: dict[str, Any] = field(default_factory=dict)  # session and checkpoint objects, when present
     trap: Trap | None = None  # turns stopping signals into the turn's cancel token (None: signals as Python has them)
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
     context_notes: list[str] = field(default_factory=list)  # `!cmd` outputs, sent with the next message
+    armed: float | None = None  # when a Ctrl+C at the prompt said how to leave (a second within WINDOW leaves)
 
     def __post_init__(self) -> None:
         # What is typed during a turn waits for the turn's end (it is never slipped in between two
@@ -109,7 +122,7 @@ class Repl:
         name = type(event).__name__
         if isinstance(event, AssistantDone) and event.message.usage:
             self.context_used = event.message.usage.total
-        elif name == "TurnTokens":
+        elif name in ("TurnTokens", "AgentStart"):
             self.turns.append(event)
         elif name == "Compacted":
             self.context_used = event.tokens_after
@@ -135,11 +148,40 @@ class Repl:
         key = self.settings.api_key
         return key.get_secret_value() if key else ""
 
+    def interrupt(self, above_prompt: bool = False) -> bool:
+        """A Ctrl+C that cancelled nothing: True when it is the second within WINDOW seconds (leave), else
+        the hint is shown (above the prompt while one is drawn) and the window opens."""
+        now = time.monotonic()
+        if self.armed is not None and now - self.armed <= WINDOW:
+            return True
+        self.armed = now
+        if above_prompt:
+            from prompt_toolkit.application import run_in_terminal
+
+            run_in_terminal(lambda: self.renderer.say(HINT, "yellow"))
+        else:
+            self.renderer.say(HINT, "yellow")
+        return False
+
+    def watch_held(self) -> None:
+        """As a prompt starts: a Ctrl+C that came as a signal just before it took the keys counts now."""
+        from prompt_toolkit.application import get_app
+
+        app = get_app()
+
+        async def presses() -> None:  # runs once the prompt reads keys (raw mode)
+            for _ in range(self.trap.take_held() if self.trap is not None else 0):
+                if self.interrupt(above_prompt=True):
+                    app.exit(exception=EOFError())
+                    return
+
+        app.create_background_task(presses())
+
     def run(self) -> int:
-        """Read and run until /exit, Ctrl+D (0) or Ctrl+C at an empty prompt (130)."""
+        """Read and run until /exit, Ctrl+D at an empty prompt or a second Ctrl+C (0); then say how to resume."""
         path = loop_home() / "history"
         path.parent.mkdir(parents=True, exist_ok=True)
-        kb = key_bindings()
+        kb = key_bindings(lambda: self.interrupt(above_prompt=True))
         add_tab(kb)
         prompt: PromptSession[str] = PromptSession(
             history=FileHistory(str(path)), completer=ThreadedCompleter(self.completer()), key_bindings=kb,
@@ -149,30 +191,50 @@ class Repl:
                           "dim")
         self.show_resumed()
         try:
-            return self.loop(prompt)
+            code = self.loop(prompt)
         except Stopped as exc:  # SIGTERM or SIGHUP at the prompt
-            return 128 + exc.signum
+            code = 128 + exc.signum
         finally:
             if leave := self.services.get("leave_session"):
                 leave()  # a session in which nothing was said is not kept
+        self.farewell()
+        return code
+
+    def farewell(self) -> None:
+        """The saved session's id and the command that continues it (nothing when no session was kept)."""
+        from loopagent.cli.recap import resume_command, session_of
+
+        session_id, path = session_of(self)
+        if not session_id or path is None or not path.exists() or self.agent.health():
+            return
+        root = getattr(getattr(self.agent.tools, "workspace", None), "root", None)
+        self.renderer.say(f"session {session_id} saved; resume with: {resume_command(session_id, root)}", "dim",
+                          whole=True)
 
     def show_resumed(self) -> None:
         """A resumed session says which it is, its task, when it was last active and its last exchanges."""
         if not any(isinstance(m, UserMessage) for m in self.history):
             return
-        from loopagent.cli.recap import recap, session_of
+        from loopagent.cli.recap import WIDTH, recap, session_of
 
         session_id, path = session_of(self)
-        for line in recap(self.history, session_id or "?", path):
+        for line in recap(self.history, session_id or "?", path, width=min(self.renderer.width, WIDTH)):
             self.renderer.say(line, "dim")
 
     def loop(self, prompt: PromptSession[str]) -> int:
         while True:
             self.renderer.close()
             try:
+                if self.trap is not None:
+                    self.trap.hold()  # again after each prompt: it puts Python's own SIGINT handler back
+                    held = self.trap.take_held()  # Ctrl+C between two prompts, each a press
+                    if any(self.interrupt() for _ in range(held)):
+                        return 0
                 text = self.next_line(prompt)
-            except KeyboardInterrupt:
-                return 130
+            except KeyboardInterrupt:  # a SIGINT before `hold()` took over: a press like any other
+                if self.interrupt():
+                    return 0
+                continue
             except EOFError:
                 return 0
             code = self.handle(text, prompt)
@@ -208,7 +270,7 @@ class Repl:
         """What was queued during the last turn (a slash command alone, text lines together), else the prompt."""
         if not self.pending:
             default, self.prefill = self.prefill, ""
-            return prompt.prompt("> ", default=default).strip()
+            return prompt.prompt("> ", default=default, pre_run=self.watch_held).strip()
         lines = [self.pending.pop(0)]
         while not lines[0].startswith(ALONE) and self.pending and not self.pending[0].startswith(ALONE):
             lines.append(self.pending.pop(0))
@@ -219,11 +281,14 @@ class Repl:
 
     def turn(self, text: str) -> RunEnd:
         """One task: the agent runs until it answers or stops; what was typed meanwhile waits in `pending`."""
-        self.agent.add(self.history, UserMessage(self.message(text)))
+        opening = UserMessage(self.message(text))  # added by the loop, after the first turn's session_start hooks
         self.typeahead.start()
         try:
             with self.trap.turn() if self.trap else nullcontext(Cancel()) as cancel:
-                end = self.agent.run(self.history, text, cancel)
+                end = self.agent.run(self.history, text, cancel, opening)
+            self.armed = None  # a Ctrl+C that stopped this turn opens no window to leave
+            if cancel.signal == signal.SIGINT and end.status != "aborted" and self.trap is not None:
+                self.trap.held.append(signal.SIGINT)  # pressed as the turn ended: it counts at the prompt, like one between turns
         finally:
             self.typeahead.stop()
             self.renderer.close()

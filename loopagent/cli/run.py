@@ -114,7 +114,7 @@ def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:
             return Repl(agent, rec.history, settings, renderer, services=rec.services(), trap=trap).run()
         try:
             with trap.turn() as cancel:
-                end = agent.run(rec.history, rec.task, cancel)
+                end = agent.run(rec.history, rec.task, cancel, rec.opening)
         except SessionWriteError as exc:
             return session_failed(agent, exc, host)
     return end.exit_code

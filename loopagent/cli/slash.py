@@ -123,18 +123,32 @@ def approval(repl: Repl, arg: str, prompt: Any) -> None:
 @command("/tokens", "tokens per step (model request) and the share of tool results")
 def tokens(repl: Repl, arg: str, prompt: Any) -> None:
     from loopagent.cli.repl import tokens_label
+    from loopagent.render.lines import clipped
 
-    rows = [(t.step, t.usage.prompt_tokens, t.usage.completion_tokens, f"{t.tool_share:.0%}") for t in repl.turns]
-    if not rows:  # no accounting events: what the server reported per reply
+    steps = [t for t in repl.turns if type(t).__name__ == "TurnTokens"]
+    tasks = [t for t in repl.turns if type(t).__name__ == "AgentStart"]
+    rows: list[tuple[Any, ...]] = []
+    for t in repl.turns:  # step numbers start again with each task: a line names the task they belong to
+        if type(t).__name__ == "AgentStart":
+            if len(tasks) > 1:
+                rows.append((f"task {tasks.index(t) + 1}: {' '.join(t.task.split())}",))
+        else:
+            rows.append((t.step, t.usage.prompt_tokens, t.usage.completion_tokens, f"{t.tool_share:.0%}"))
+    if not steps:  # no accounting events: what the server reported per reply
         replies = [m for m in repl.history if isinstance(m, AssistantMessage) and m.usage]
         rows = [(n, m.usage.prompt_tokens, m.usage.completion_tokens, "?") for n, m in enumerate(replies, 1)]
     if not rows:
         repl.renderer.say("no model requests yet")
         return
     repl.renderer.say(f"  {'step':>4} {'prompt':>8} {'completion':>10} {'tool results':>12}", "bold")
-    for step, p, c, share in rows:
+    for row in rows:
+        if len(row) == 1:
+            repl.renderer.say(clipped(f"  ── {row[0]}", repl.renderer.width), "dim")
+            continue
+        step, p, c, share = row
         repl.renderer.say(f"  {step:>4} {p:>8} {c:>10} {share:>12}")
-    total_p, total_c = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    counted_rows = [r for r in rows if len(r) > 1]
+    total_p, total_c = sum(r[1] for r in counted_rows), sum(r[2] for r in counted_rows)
     used, size = tokens_label(repl.context_used), tokens_label(repl.settings.ctx_size)
     repl.renderer.say(f"  {'all':>4} {total_p:>8} {total_c:>10}   (in use now: {used} of {size})")
     if (usd := repl.agent.price(Usage(total_p, total_c))) is not None:
@@ -182,7 +196,7 @@ def clear(repl: Repl, arg: str, prompt: Any) -> None:
 def sessions(repl: Repl, arg: str, prompt: Any) -> None:
     if (listing := session_service(repl, "sessions")) is None:
         return
-    for line in listing():
+    for line in listing(repl.renderer.width):  # one screen row each (the task cut with an ellipsis)
         repl.renderer.say(line)
 
 

@@ -46,8 +46,9 @@ def body_lines(diff: str, max_lines: int = MAX_LINES, headers: bool = False) -> 
 
 def rows(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False,
          width: int | None = None) -> list[tuple[str, str]]:
-    """(text, style) per screen row. Given a width, a long line wraps and every row of it keeps its
-    `+`/`-`/` ` marker, so a change stays readable at any width; hunk headers are cut instead."""
+    """(text, style) per screen row. Given a width, a long line wraps: its first row has the line's
+    `+`/`-`/` ` marker, the rows that continue it start under its text with no marker, so one changed
+    line never reads as two and the rows agree with the `+N -M` counts; hunk headers are cut instead."""
     out: list[tuple[str, str]] = []
     for ln in body_lines(diff, max_lines, headers):
         if ln.startswith(("--- ", "+++ ", "diff ")):
@@ -59,13 +60,15 @@ def rows(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: b
 
 
 def wrapped(line: str, room: int | None) -> list[str]:
-    """A diff line cut into rows of at most `room` cells, each starting with the line's marker."""
+    """A diff line cut into rows of at most `room` cells: the marker, then its text; continuation rows
+    keep the marker's column blank (a second `+` would count as a second added line)."""
     if room is None or room < 12 or cell_len(line) <= room:
         return [line]
     marker = line[:1]
     if marker not in "+- " or line.startswith(("+++ ", "--- ")):
         return [set_cell_size(line, room - 1) + "…"]
-    return [marker + chunk for chunk in chop_cells(line[1:].expandtabs(4), room - 1)]
+    first, *more = chop_cells(line[1:].expandtabs(4), room - 1)
+    return [marker + first, *(" " + chunk for chunk in more)]
 
 
 def plain(diff: str, indent: str = "    ", max_lines: int = MAX_LINES, headers: bool = False,

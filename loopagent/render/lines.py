@@ -86,20 +86,35 @@ class Tally:
     checkpoints: int = 0
     cost: float | None = None  # USD, when the model's price is known
 
-    def figures(self) -> str:
+    def figures(self, checkpoints: bool = True, cost: bool = True, tokens: bool = True) -> str:
+        """`N steps, P+C tokens, $X, N checkpoints`, without the parts asked away."""
         from loopagent.prices import shown_cost
 
-        spent = f", {shown_cost(self.cost)}" if self.cost is not None else ""
-        return (f"{counted(self.steps, 'step')}, {self.prompt}+{self.completion} tokens{spent}, "
-                f"{counted(self.checkpoints, 'checkpoint')}")
+        parts = [counted(self.steps, "step")]
+        if tokens:
+            parts.append(f"{self.prompt}+{self.completion} tokens")
+        if cost and self.cost is not None:
+            parts.append(shown_cost(self.cost))
+        if checkpoints:
+            parts.append(counted(self.checkpoints, "checkpoint"))
+        return ", ".join(parts)
 
 
-def done_line(status: str, message: str, task: Tally, total: Tally | None) -> Line:
+def done_line(status: str, message: str, task: Tally, total: Tally | None, width: int | None = None) -> Line:
     """The closing line of a task. Its figures are the task's; after several tasks (the REPL) the totals
-    of all of them follow, each group named."""
+    of all of them follow, each group named. Given a `width`, the line fits it: the least telling parts
+    go first (checkpoint counts, the totals, the cost, the tokens); the status and the reason stay."""
     tail = f" ({message})" if message else ""
-    if total is None:
-        text = f"done: {status}, {task.figures()}{tail}"
+    shapes = []
+    if total is not None:
+        shapes += [f"done: {status} · this task: {task.figures()} · all tasks: {total.figures()}{tail}",
+                   f"done: {status} · this task: {task.figures(checkpoints=False)} · "
+                   f"all tasks: {total.figures(checkpoints=False)}{tail}"]
     else:
-        text = f"done: {status} · this task: {task.figures()} · all tasks: {total.figures()}{tail}"
+        shapes.append(f"done: {status}, {task.figures()}{tail}")
+    shapes += [f"done: {status}, {task.figures(checkpoints=False)}{tail}",
+               f"done: {status}, {task.figures(checkpoints=False, cost=False)}{tail}",
+               f"done: {status}, {task.figures(checkpoints=False, cost=False, tokens=False)}{tail}",
+               f"done: {status}{tail}"]
+    text = next((shape for shape in shapes if width is None or cell_len(shape) <= width), shapes[-1])
     return ((text, "green" if status == "completed" else "yellow"),)

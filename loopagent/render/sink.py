@@ -76,9 +76,12 @@ class Sink(Protocol):
 
     @property
     def width(self) -> int: ...  # cells per line, for clipping
+    @property
+    def room(self) -> int | None: ...  # cells before the screen wraps a line, now; None: no screen
     def row(self, line: Line, clip: bool = True) -> None: ...  # one line, cut at the width when `clip`
     def rows(self, lines: list[Line], clip: bool = True) -> None: ...
-    def say(self, text: str, style: str = "") -> None: ...  # a line of the REPL's or the approver's
+    # A line of the REPL's or the approver's; `whole`: never broken by the layout (a command to copy).
+    def say(self, text: str, style: str = "", whole: bool = False) -> None: ...
     def diff(self, diff: str, indent: str, max_lines: int = ..., headers: bool = False) -> None: ...
     def new_turn(self) -> None: ...  # a model request begins
     def answer(self, text: str) -> None: ...  # answer text as it streams
@@ -100,11 +103,17 @@ class PlainSink:
         self.out = out
         size = terminal_size(out)
         self.width = width or (size.columns if size else 80)
-        # Only a screen wraps lines; a file keeps a diff line whole.
-        self.wrap_width = width or (size.columns if size else None)
+        self.fixed_width = width
         self.show_thinking = show_thinking
         self.at_line_start = True
         self.typing = ""
+
+    @property
+    def room(self) -> int | None:
+        """Cells a line may take before the screen wraps it, asked now (the terminal may have been
+        resized); None for a pipe or a file, which keep lines whole."""
+        size = terminal_size(self.out)
+        return self.fixed_width or (size.columns if size and size.columns > 0 else None)
 
     def write(self, text: str) -> None:
         """Everything goes through here, escaped."""
@@ -125,13 +134,13 @@ class PlainSink:
         for line in lines:
             self.row(line, clip)
 
-    def say(self, text: str, style: str = "") -> None:
+    def say(self, text: str, style: str = "", whole: bool = False) -> None:
         self.line(text)
 
     def diff(self, diff: str, indent: str, max_lines: int = diffs.MAX_LINES, headers: bool = False) -> None:
         if not self.at_line_start:
             self.write("\n")
-        self.write(diffs.plain(diff, indent, max_lines, headers, self.wrap_width))
+        self.write(diffs.plain(diff, indent, max_lines, headers, self.room))
 
     def new_turn(self) -> None:
         pass
@@ -194,6 +203,13 @@ class RichSink:
     def width(self) -> int:
         return self.console.width
 
+    @property
+    def room(self) -> int:
+        """Cells a line may take before the terminal wraps it, at its size now."""
+        if not self.fixed_width:
+            follow_size(self.console, self.out)
+        return self.console.width
+
     def new_turn(self) -> None:
         self.ans = Answer()
         self.printed_blocks = 0
@@ -219,12 +235,12 @@ class RichSink:
         for line in lines:
             self.row(line, clip)
 
-    def say(self, text: str, style: str = "") -> None:
+    def say(self, text: str, style: str = "", whole: bool = False) -> None:
         self.pause()
-        self.print(Text(text, style=style))
+        self.print(Text(text, style=style), soft_wrap=whole)  # soft: the terminal wraps it, no newline is added
 
     def diff(self, diff: str, indent: str, max_lines: int = diffs.MAX_LINES, headers: bool = False) -> None:
-        self.print(diffs.coloured(diff, indent, max_lines, headers, width=self.console.width))
+        self.print(diffs.coloured(diff, indent, max_lines, headers, width=self.room))
 
     def answer(self, text: str) -> None:
         with self.locked():

@@ -89,6 +89,11 @@ class TerminalRenderer(ApprovalView):
         return self.sink.console
 
     @property
+    def width(self) -> int:
+        """Cells a line may take: the terminal's width now (80 for a file, where nothing wraps)."""
+        return self.sink.room or self.sink.width
+
+    @property
     def typing(self) -> str:
         return self.sink.typing
 
@@ -203,7 +208,9 @@ class TerminalRenderer(ApprovalView):
         if event.cost is not None:
             self.total.cost = (self.total.cost or 0.0) + event.cost
         total = self.total if self.tasks > 1 else None
-        self.sink.row(lines.done_line(event.status, printable(event.message), self.task, total), clip=False)
+        # As wide as the screen (a wrapped line after every turn is noise); a file gets it whole.
+        self.sink.row(lines.done_line(event.status, printable(event.message), self.task, total, self.sink.room),
+                      clip=False)
 
     # ---- pieces -------------------------------------------------------------------------------
 
@@ -240,9 +247,10 @@ class TerminalRenderer(ApprovalView):
         """One line of loop's own text."""
         self.sink.row(((text, ""),), clip=False)
 
-    def say(self, text: str, style: str = "") -> None:
-        """A line from the REPL or the approver, styled on a colour terminal."""
-        self.sink.say(printable(text), style)
+    def say(self, text: str, style: str = "", whole: bool = False) -> None:
+        """A line from the REPL or the approver, styled on a colour terminal; `whole`: left for the
+        terminal to wrap, so a command in it copies as one line."""
+        self.sink.say(printable(text), style, whole)
 
     def set_activity(self, label: str | None) -> None:
         self.sink.set_activity(label)
