@@ -19,7 +19,9 @@ import pytest
 
 from tests.fakeserver import FakeServer, error, text, tools
 
-PROBE = ("cat /proc/$PPID/environ | tr '\\0' '\\n'; tr '\\0' ' ' < /proc/$PPID/cmdline; echo; env; "
+# loop is the shell's grandparent: an unsandboxed call runs under spawn.guard, loop's own child.
+LOOP_PID = "L=$(sed 's/.*) //' /proc/$PPID/stat | cut -d' ' -f2); "
+PROBE = (LOOP_PID + "cat /proc/$L/environ | tr '\\0' '\\n'; tr '\\0' ' ' < /proc/$L/cmdline; echo; env; "
          "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' > leak.txt; "
          "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' >> leak.txt; env >> leak.txt")
 

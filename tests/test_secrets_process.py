@@ -51,7 +51,7 @@ def test_a_foreign_secrets_fd_is_not_read(run_loop, tmp_path):
 @pytest.mark.parametrize("secret", [False, True])
 def test_loop_re_executes_only_when_there_is_something_to_hide(server, tmp_path, loop_home, secret):
     # A re-executed loop has LOOP_SECRETS_FD in its /proc environ; the original exec has not.
-    server.add(tools(("shell", {"command": "tr '\\0' '\\n' < /proc/$PPID/environ"})), text("done"))
+    server.add(tools(("shell", {"command": "L=$(sed 's/.*) //' /proc/$PPID/stat | cut -d' ' -f2); tr '\\0' '\\n' < /proc/$L/environ"})), text("done"))
     env = {k: v for k, v in clean_env(loop_home).items() if not is_secret(k, v)}
     if secret:
         env["GITHUB_TOKEN"] = "ghp-to-hide"
