@@ -6,6 +6,11 @@ def main() -> None:
     from loopagent.secrets import conceal
 
     conceal()
+    import sys
+
+    # httpx imports its own command line when it can (click, pygments, rich.console: ~55 ms of every
+    # start); loop never uses it, and a None entry makes httpx take its documented fallback.
+    sys.modules.setdefault("httpx._main", None)
     from loopagent.cli.app import main as run_cli
 
     run_cli()
