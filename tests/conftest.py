@@ -30,6 +30,12 @@ def pytest_configure(config: pytest.Config) -> None:
                            rx=re.compile(r"[/\\]demo[/\\]sample[/\\]"))
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two workers per core (most tests wait on a `loop` subprocess, a server or a pty, so one
+    worker per core leaves a third of the CPU idle), at most 4 (--maxprocesses in pyproject.toml)."""
+    return 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def wait_for(condition, timeout: float = 20) -> None:
     """Poll `condition` until it holds (a file a command wrote, a request the server got); fail at `timeout`."""
     import time
