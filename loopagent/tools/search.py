@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
 from pydantic import BaseModel, Field
 
 from loopagent.cancel import CANCELLED, Cancel
@@ -31,6 +31,9 @@ from loopagent.counts import counted
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext, ToolError
 from loopagent.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    import pathspec  # ~11 ms: imported when a search first needs an ignore file, not at every start
 
 LIST_MAX = 500  # paths shown by list_files
 GREP_MAX = 200  # matching lines shown by grep
@@ -92,6 +95,8 @@ def inherited_lines(root: Path, start: str) -> list[str]:
 
 
 def spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
