@@ -2,7 +2,7 @@
 
 The session is a deterministic fixture shaped like real repair work: a 600-line module read four
 times (twice whole, twice in part), three test runs of 400 output lines each, edits, greps and small
-reads. Each of the 30 requests is prepared from the history so far, as the loop does; compaction
+reads. Each of the 30 requests is planned from the history so far, as the loop does; a compaction
 asks a ScriptedModel that answers with a fixed 250-word summary. Token counts use
 loopagent.context's estimator for both sides, so the ratio is like for like.
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from loopagent.context import ContextWindow, messages_tokens, tools_tokens  # noqa: E402
+from loopagent.context import Compaction, ContextWindow, messages_tokens, tools_tokens  # noqa: E402
 from loopagent.messages import (  # noqa: E402
     AssistantMessage,
     Message,
@@ -127,7 +127,8 @@ def summarizer() -> ScriptedModel:
 
 
 def replay(ctx_size: int) -> dict:
-    """Prepare each of the 30 requests; tokens of naive and managed requests."""
+    """Plan each of the 30 requests, running a compaction where one is needed (the loop's steps without
+    its threads and events); tokens of naive and managed requests."""
     tools = Registry(default_tools()).specs()
     fixed = tools_tokens(tools)
     history: list[Message] = [SystemMessage(system_prompt([t.name for t in tools])),
@@ -137,10 +138,13 @@ def replay(ctx_size: int) -> dict:
     started = time.perf_counter()
     turns = session()
     for n in range(len(turns) + 1):
-        request = window.prepare(history, tools, model)
+        request = window.plan(history, tools)
+        if isinstance(request, Compaction):
+            summary = model.complete(request.messages, [], lambda event: None)
+            spent += window.compacted(history, request, summary).usage.prompt_tokens
+            request = window.plan(history, tools, compacted=True)
         naive.append(messages_tokens(history) + fixed)
         ours.append(request.tokens)
-        spent += request.spent.prompt_tokens
         if n == len(turns):
             break
         name, args, content = turns[n]

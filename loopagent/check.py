@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, replace
 
 from loopagent.cancel import Cancel
+from loopagent.errors import ToolError
 from loopagent.events import CheckRan
-from loopagent.tools.base import ToolContext, ToolError
+from loopagent.tools.base import ToolContext
 from loopagent.tools.shell import Shell, ShellParams
 
 TAIL_CHARS = 4_000  # of the output sent back and shown: the end, where failures and summaries are

@@ -27,7 +27,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from loopagent.errors import ConfigError  # defined in the error tree; importable from here as before
+from loopagent.errors import ConfigError
 from loopagent.policy import Rule
 from loopagent.project import USER_ONLY, drop_user_only, shown_value, tighten_only
 

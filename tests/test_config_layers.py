@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.config import ConfigError, load_config, load_settings
+from loopagent.config import load_config, load_settings
+from loopagent.errors import ConfigError
 
 
 @pytest.fixture

@@ -1,16 +1,26 @@
-"""Compaction as a step of its own: announced before the summary is asked for, and stopped by the turn's cancel token."""
+"""Compaction as a step of its own, through the loop's path (`Agent.compact` for /compact, `Agent.run`
+when a request must make room): announced before the summary is asked for, stopped by the turn's cancel
+token, and a failing summary reported as the model's failure, not as a cancel."""
 
 from __future__ import annotations
 
-import threading
+from pathlib import Path
 
 import pytest
 
-from loopagent.context import CompactionCancelled, ContextWindow, messages_tokens
-from loopagent.events import Compacted, Notice
+from loopagent.cancel import Cancel
+from loopagent.context import ContextWindow, messages_tokens, tools_tokens
+from loopagent.errors import CompactionCancelled, ModelError
+from loopagent.events import Compacted, Notice, TurnStart
+from loopagent.loop import Agent, Limits
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
+from loopagent.policy import Policy
+from loopagent.scripted import ScriptedModel
+from loopagent.tools import Registry, ToolContext, default_tools
+from loopagent.tools.workspace import Workspace
 
 SYSTEM = SystemMessage("You are loop.")
+SUMMARY = "Read f0-f9; each lists totals."
 
 
 def history() -> list[Message]:
@@ -22,61 +32,56 @@ def history() -> list[Message]:
     return out
 
 
-class Model:
-    """A stand-in client that takes a cancel token, as the real one does; `cancel_on_call` plays a Ctrl+C
-    arriving while the summary streams (the real client then raises)."""
-
-    def __init__(self, cancel_on_call: threading.Event | None = None) -> None:
-        self.requests: list = []
-        self.cancel_on_call = cancel_on_call
-
-    def complete(self, messages, tools, emit, cancel=None) -> AssistantMessage:
-        self.requests.append((list(messages), cancel))
-        if self.cancel_on_call is not None:
-            self.cancel_on_call.set()
-            raise RuntimeError("stream closed")
-        return AssistantMessage(text="Read f0-f9; each lists totals.")
+def agent_for(ws: Path, model: ScriptedModel, seen: list, h: list[Message]) -> Agent:
+    """An agent whose window the history (with the tool schemas) overflows, so its next request must compact."""
+    registry = Registry(default_tools())
+    ctx_size = 2 * (messages_tokens(h) + tools_tokens(registry.specs()) - 150)
+    return Agent(model=model, registry=registry, tools=ToolContext(Workspace(ws)), policy=Policy("all"),
+                 listeners=[seen.append], limits=Limits(max_steps=5, max_nudges=0),
+                 context=ContextWindow(ctx_size, reserve=1 << 20))
 
 
-def window_for(h: list[Message]) -> ContextWindow:
-    return ContextWindow(ctx_size=2 * (messages_tokens(h) - 150), reserve=1 << 20)
+def test_the_compaction_is_announced_before_the_model_is_asked(tmp_path):
+    h, seen, asked_after = history(), [], []
+    model = ScriptedModel([], summary=SUMMARY, on_request=lambda messages, tools: asked_after.append(len(seen)))
+    event = agent_for(tmp_path, model, seen, h).compact(h)
+    steps = [(e, n) for n, e in enumerate(seen) if isinstance(e, (Notice, TurnStart, Compacted))]
+    (notice, _), (start, _), (done, done_at) = steps
+    assert isinstance(notice, Notice) and notice.kind == "compact" and "older messages" in notice.text
+    assert isinstance(start, TurnStart) and start.purpose == "compact"
+    assert asked_after == [2] and done is event and done_at == 2  # asked between the announcement and the result
+    assert event.summary == SUMMARY and [tools for _, tools in model.requests] == [[]]
 
 
-def test_the_compaction_is_announced_before_the_model_is_asked_and_gets_the_cancel_token():
-    h, seen, cancel = history(), [], threading.Event()
-    model = Model()
+def test_a_cancel_during_the_summary_stops_it_as_aborted_and_keeps_nothing(tmp_path):
+    h, seen, cancel = history(), [], Cancel()
 
-    def emit(event):
-        seen.append((event, len(model.requests)))
+    def on_request(messages, tools):
+        cancel.set()  # Ctrl+C while the summary is being written
 
-    window_for(h).prepare(h, [], model, emit, cancel=cancel)
-    (notice, asked_before), (done, asked_after) = [(e, n) for e, n in seen if isinstance(e, (Notice, Compacted))]
-    assert isinstance(notice, Notice) and notice.kind == "compact" and asked_before == 0
-    assert "older messages" in notice.text and isinstance(done, Compacted) and asked_after == 1
-    assert model.requests[0][1] is cancel
-
-
-def test_a_cancel_during_the_summary_stops_the_turn_as_aborted():
-    h, cancel = history(), threading.Event()
-    model = Model(cancel_on_call=cancel)
-    window = window_for(h)
+    model = ScriptedModel([], summary="unused", on_request=on_request)
+    agent = agent_for(tmp_path, model, seen, h)
     with pytest.raises(CompactionCancelled) as info:
-        window.prepare(h, [], model, cancel=cancel)
+        agent.compact(h, cancel=cancel)
     assert info.value.status == "aborted" and len(model.requests) == 1
-    assert window.summary == ""  # nothing half-done is kept
+    assert agent.context.summary == "" and not [e for e in seen if isinstance(e, Compacted)]  # nothing half-done
 
 
-def test_a_cancel_set_before_compaction_asks_nothing():
-    h, cancel = history(), threading.Event()
+def test_a_cancel_set_before_a_compaction_is_needed_asks_nothing(tmp_path):
+    h, seen, cancel = history(), [], Cancel()
     cancel.set()
-    model = Model()
-    with pytest.raises(CompactionCancelled):
-        window_for(h).prepare(h, [], model, cancel=cancel)
-    assert model.requests == []
+    model = ScriptedModel(["never sent"], summary="unused")
+    end = agent_for(tmp_path, model, seen, h).run(h, "Summarise the files.", cancel)
+    assert end.status == "aborted" and model.requests == []
+    assert not [e for e in seen if isinstance(e, (Notice, Compacted))]
 
 
-def test_a_failing_summary_without_a_cancel_still_propagates():
-    h = history()
-    model = Model(cancel_on_call=threading.Event())  # it raises, but no token was handed in
-    with pytest.raises(RuntimeError):
-        window_for(h).prepare(h, [], model)
+def test_a_failing_summary_without_a_cancel_is_the_model_s_failure(tmp_path):
+    h, seen = history(), []
+    model = ScriptedModel([ModelError("stream closed")])  # the summary request is the first one asked
+    with pytest.raises(ModelError, match="stream closed"):
+        agent_for(tmp_path, model, seen, h).compact(h)
+
+    h, model = history(), ScriptedModel([ModelError("stream closed")])
+    end = agent_for(tmp_path, model, seen, h).run(h, "Summarise the files.")
+    assert (end.status, end.message) == ("model_error", "stream closed") and len(model.requests) == 1

@@ -3,10 +3,9 @@ so a history cut (/rewind) or cleared (/clear) and grown again needs no reset().
 
 from __future__ import annotations
 
-import itertools
 import json
 
-from loopagent.context import SUMMARY_HEADER, ContextWindow, messages_tokens
+from loopagent.context import SUMMARY_HEADER, Compaction, ContextWindow, Request, messages_tokens
 from loopagent.events import Compacted
 from loopagent.messages import (
     AssistantMessage,
@@ -17,16 +16,16 @@ from loopagent.messages import (
     Usage,
     UserMessage,
 )
-from loopagent.scripted import ScriptedModel
 
 SYSTEM = SystemMessage("You are loop.")
 TASK = UserMessage("Fix the rounding bug in ledger.py.")
 
 
-def model() -> ScriptedModel:
-    """Answers every request (the compaction summaries) with the same message."""
-    return ScriptedModel(itertools.repeat(AssistantMessage(text="Read the f files; nothing changed yet.",
-                                                           usage=Usage(300, 20))))
+def planned(window: ContextWindow, history: list[Message]) -> list[Message]:
+    """The messages of the next request, which must fit without a compaction."""
+    request = window.plan(history, [])
+    assert isinstance(request, Request), request
+    return request.messages
 
 
 def turn(call_id: str, name: str, args: dict, content: str) -> list[Message]:
@@ -51,10 +50,10 @@ def test_a_stub_does_not_pass_to_the_message_that_takes_its_place_after_a_rewind
     history = [SYSTEM, TASK, *turn("c1", "read_file", {"path": "a.py"}, lines("a", 120)),
                *turn("c2", "read_file", {"path": "a.py"}, lines("a", 120))]
     window = tight(history)
-    assert tool_contents(window.prepare(history, [], model()).messages)[0].startswith("[superseded: a.py")
+    assert tool_contents(planned(window, history))[0].startswith("[superseded: a.py")
     del history[2:]  # /rewind to the task: no reset() call
     history += turn("c1", "read_file", {"path": "b.py"}, lines("b", 20))  # index 3 again, another message
-    assert tool_contents(window.prepare(history, [], model()).messages) == [lines("b", 20)]
+    assert tool_contents(planned(window, history)) == [lines("b", 20)]
 
 
 def test_equal_results_in_two_turns_are_edited_apart():
@@ -62,7 +61,7 @@ def test_equal_results_in_two_turns_are_edited_apart():
     history = [SYSTEM, TASK, *turn("call_0_shell", "shell", {"command": "pytest"}, same),
                *turn("call_0_shell", "shell", {"command": "pytest"}, same)]
     assert history[3] == history[5] and history[3] is not history[5]  # equal values, two messages
-    shown = tool_contents(tight(history).prepare(history, [], model()).messages)
+    shown = tool_contents(planned(tight(history), history))
     assert shown[0].startswith("[superseded: this command ran again later")
     assert shown[1].startswith("exit code 1\n     0\tpytest line 0:")  # the newest run's output is no stub
 
@@ -73,9 +72,11 @@ def compacted_history() -> tuple[list[Message], ContextWindow, Compacted]:
         history += turn(f"c{n}", "read_file", {"path": f"f{n}.py"}, lines(f"f{n}", 12))
     history += [AssistantMessage("Done?"), UserMessage("Also check f7.py.")]
     history += turn("c9", "read_file", {"path": "f7.py", "offset": 3}, lines("f7", 5))
-    window, seen = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=1 << 20), []
-    window.prepare(history, [], model(), emit=seen.append)
-    (event,) = [e for e in seen if isinstance(e, Compacted)]
+    window = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=1 << 20)
+    step = window.plan(history, [])  # the loop asks the model for this summary as a turn of its own
+    assert isinstance(step, Compaction)
+    event = window.compacted(history, step, AssistantMessage(text="Read the f files; nothing changed yet.",
+                                                             usage=Usage(300, 20)))
     return history, window, event
 
 
@@ -120,12 +121,12 @@ def test_edits_of_messages_that_are_gone_are_freed_when_room_is_made_again():
                *turn("c2", "shell", {"command": "make"}, lines("make", 120)),
                *turn("c3", "read_file", {"path": "a.py"}, lines("a", 120))]
     window = tight(history)
-    window.prepare(history, [], model())
+    planned(window, history)
     assert len(window.view_state.stubs) == 1 and len(window.view_state.clips) == 1
     del history[2:]
     for n in range(3):
         history += turn(f"d{n}", "shell", {"command": f"make {n}"}, lines(f"make{n}", 120))
-    window.prepare(history, [], model())
+    planned(window, history)
     live = {id(m) for m in history}
     assert all(id(m) in live for m in window.view_state.clips) and len(window.view_state.stubs) == 0
 

@@ -7,9 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.context import ContextFull, ContextWindow, check_pairing, estimate_tokens, messages_tokens
+from loopagent.context import (
+    Compaction,
+    ContextWindow,
+    Request,
+    check_pairing,
+    estimate_tokens,
+    messages_tokens,
+)
+from loopagent.errors import ContextFull
 from loopagent.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
-from loopagent.scripted import ScriptedModel
 from tests.fakeserver import text, tools
 from tests.test_context_e2e import (
     agent,
@@ -26,9 +33,11 @@ MARKER = "clipped to save context; run the tool again to see them"
 SYSTEM = SystemMessage("You are loop.")
 
 
-def summarizer() -> ScriptedModel:
-    """A model that answers only compaction requests; records them."""
-    return ScriptedModel([], summary="Listed the files; the reads follow.")
+def planned(window: ContextWindow, history: list) -> Request:
+    """The next request, which must fit without a compaction."""
+    request = window.plan(history, [])
+    assert isinstance(request, Request), request
+    return request
 
 
 def numbered(tag: str, n: int) -> str:
@@ -45,10 +54,10 @@ def parallel_reads(task: UserMessage, n: int = 2, size: int = 400) -> list:
 def test_parallel_results_that_do_not_fit_together_are_clipped_to_fit_without_compaction():
     history = parallel_reads(UserMessage("Compare the two files."))
     before = list(history)
-    model, window = summarizer(), ContextWindow(ctx_size=3000, reserve=1000)
+    window = ContextWindow(ctx_size=3000, reserve=1000)
     assert messages_tokens(history) > 2 * window.limit  # each read alone is over the whole window
-    request = window.prepare(history, [], model)
-    assert model.requests == [] and history == before
+    request = planned(window, history)  # no summary to ask for first
+    assert history == before
     assert window.limit * 0.6 < request.tokens <= window.limit  # to the limit: they are what was just asked for
     shown = [m.content for m in request.messages[-2:]]
     for k, content in enumerate(shown):
@@ -65,7 +74,7 @@ def test_a_small_newest_result_stays_whole_while_its_large_sibling_is_clipped():
     history[-1] = small
     history[-2] = ToolResult("r0", "read_file", numbered("f0", 1200))
     window = ContextWindow(ctx_size=3000, reserve=1000)
-    request = window.prepare(history, [], summarizer())
+    request = planned(window, history)
     assert request.messages[-1] is small
     assert MARKER in request.messages[-2].content and request.tokens <= window.limit
 
@@ -73,7 +82,7 @@ def test_a_small_newest_result_stays_whole_while_its_large_sibling_is_clipped():
 def test_newest_results_are_not_clipped_while_the_request_fits():
     history = parallel_reads(UserMessage("Compare the two files."), size=30)
     window = ContextWindow(ctx_size=3000, reserve=1000)
-    request = window.prepare(history, [], summarizer())
+    request = planned(window, history)
     assert request.messages == history
 
 
@@ -81,19 +90,20 @@ def test_a_request_that_does_not_fit_after_one_compaction_stops():
     # Only what is always sent verbatim can overflow now: here, a task that nearly fills the window.
     task = UserMessage("Apply this specification: " + " ".join(f"rule {i} says value {i * 3} is kept;" for i in range(195)))
     history = parallel_reads(task)
-    model, window = summarizer(), ContextWindow(ctx_size=3000, reserve=1000)
+    window = ContextWindow(ctx_size=3000, reserve=1000)
     assert window.limit - 150 < messages_tokens(history[:2]) < window.limit
+    step = window.plan(history, [])  # the loop runs the one compaction, then plans with compacted=True
+    assert isinstance(step, Compaction)
+    window.compacted(history, step, AssistantMessage(text="Listed the files; the reads follow."))
     with pytest.raises(ContextFull, match="even after compaction"):
-        window.prepare(history, [], model)
-    assert len(model.requests) == 1
+        window.plan(history, [], compacted=True)
 
 
 def test_nothing_older_to_summarise_and_no_fit_stops_without_asking_the_model():
     task = UserMessage("Apply this specification: " + " ".join(f"rule {i} says value {i * 3} is kept;" for i in range(250)))
-    model, window = summarizer(), ContextWindow(ctx_size=3000, reserve=1000)
-    with pytest.raises(ContextFull, match="nothing older is left to summarise"):
-        window.prepare([SYSTEM, task], [], model)
-    assert model.requests == []
+    window = ContextWindow(ctx_size=3000, reserve=1000)
+    with pytest.raises(ContextFull, match="nothing older is left to summarise"):  # not a Compaction to run
+        window.plan([SYSTEM, task], [])
 
 
 # ---- end to end -------------------------------------------------------------------------------

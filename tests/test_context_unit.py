@@ -10,17 +10,19 @@ import pytest
 
 from loopagent.context import (
     SUMMARY_HEADER,
-    BrokenHistory,
-    BudgetSpent,
     ContextWindow,
+    Request,
     check_pairing,
     clip_text,
     estimate_tokens,
     messages_tokens,
     superseded,
+    tools_tokens,
 )
+from loopagent.errors import BrokenHistory, BudgetSpent
 from loopagent.events import Compacted
 from loopagent.guards import QUESTION_NUDGE, Repeats, asks_or_defers
+from loopagent.loop import Agent
 from loopagent.messages import (
     AssistantMessage,
     Message,
@@ -31,6 +33,8 @@ from loopagent.messages import (
     UserMessage,
 )
 from loopagent.scripted import ScriptedModel
+from loopagent.tools import Registry, ToolContext, default_tools
+from loopagent.tools.workspace import Workspace
 
 SYSTEM = SystemMessage("You are loop.\n\n# AGENTS.md\nAlways run `make lint` before finishing.")
 TASK = UserMessage("Fix the rounding bug in ledger.py.")
@@ -39,9 +43,23 @@ TASK = UserMessage("Fix the rounding bug in ledger.py.")
 SUMMARY = "Read ledger.py; rounding is in entry_3; still to do: edit and test."
 
 
-def summarizer() -> ScriptedModel:
-    """A model that answers only summary requests (sent without tools), with a counted usage."""
-    return ScriptedModel([], summary=AssistantMessage(text=SUMMARY, usage=Usage(500, 60)))
+def summarizer(*turns: str) -> ScriptedModel:
+    """A model that answers summary requests (sent without tools) with a counted usage, others with `turns`."""
+    return ScriptedModel(turns, summary=AssistantMessage(text=SUMMARY, usage=Usage(500, 60)))
+
+
+def agent(ws: Path, model: ScriptedModel, seen: list) -> Agent:
+    """The loop with read_file (the tool of `long_history`) in `ws`: it compacts when a request must make
+    room, and on /compact."""
+    return Agent(model=model, registry=Registry([t for t in default_tools() if t.name == "read_file"]),
+                 tools=ToolContext(Workspace(ws)), listeners=[seen.append])
+
+
+def planned(window: ContextWindow, history: list[Message], budget: int | None = None) -> Request:
+    """The next request, which must fit without a compaction."""
+    request = window.plan(history, [], budget)
+    assert isinstance(request, Request), request
+    return request
 
 
 def turn(n: int, name: str, args: dict, content: str, is_error: bool = False) -> list[Message]:
@@ -115,14 +133,14 @@ def test_room_is_made_by_stubs_then_clips_and_the_history_is_never_changed():
     before = list(history)
     full = messages_tokens(history)
     window = ContextWindow(ctx_size=2 * int(full * 0.8), reserve=4096)  # limit: 80% of the full size
-    request = window.prepare(history, [], summarizer())
+    request = planned(window, history)
     assert history == before
     assert request.tokens <= window.limit * 0.6  # down to the low-water mark, not just under the limit
     shown = [m.content for m in request.messages if isinstance(m, ToolResult)]
     assert shown[0].startswith("[superseded: a.py")
     assert "clipped to save context" in shown[1]
     assert shown[2] == lines("a", 120)  # the last turn is never clipped
-    again = window.prepare(history + [AssistantMessage("done")], [], summarizer())
+    again = planned(window, history + [AssistantMessage("done")])
     assert again.messages[:-1] == request.messages  # decisions stick: the prefix stays the same
 
 
@@ -138,47 +156,48 @@ def long_history() -> list[Message]:
     return history
 
 
-def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intact():
-    history, model, seen = long_history(), summarizer(), []
+def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intact(tmp_path):
+    history, model, seen = long_history(), summarizer("Fixed."), []
     before = list(history)
-    window = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=8192)
-    request = window.prepare(history, [], model, emit=seen.append)
-    assert history == before and len(model.requests) == 1
-    assert model.requests[0][1] == []  # a summary request carries no tools
+    run = agent(tmp_path, model, seen)
+    window = run.context
+    window.ctx_size = 2 * (messages_tokens(history) + tools_tokens(run.registry.specs()) - 200)
+    window.reserve = 8192
+    end = run.run(history)
+    assert end.status == "completed" and history[:-1] == before and history[-1].text == "Fixed."
+    assert len(model.requests) == 2 and model.requests[0][1] == []  # a summary request carries no tools
     asked = model.requests[0][0][1].content
     assert TASK.content in asked and "f0 line 0" in asked and "what remains to do" in asked
-    msgs = request.messages
+    msgs = list(model.requests[1][0])  # the request the summary made room for
     assert msgs[0] == SYSTEM and msgs[1] == TASK
     assert msgs[2] == UserMessage("No: use Decimal, not float.")
     assert msgs[3] == UserMessage(f"{SUMMARY_HEADER}\n\n{SUMMARY}")
     assert QUESTION_NUDGE not in [m.content for m in msgs if isinstance(m, UserMessage)]
-    assert isinstance(msgs[4], AssistantMessage) and msgs[-1] == history[-1]
+    assert isinstance(msgs[4], AssistantMessage) and msgs[-1] == before[-1]
     check_pairing(msgs)
-    assert request.tokens <= window.limit and request.spent == Usage(500, 60)
     (event,) = [e for e in seen if isinstance(e, Compacted)]
+    assert window.tokens(msgs) <= window.limit and event.usage == Usage(500, 60)
     assert history[event.upto] is msgs[4] and event.tokens_after < event.tokens_before
 
-    resumed = ContextWindow(ctx_size=window.ctx_size, reserve=window.reserve)
+    resumed = ContextWindow(ctx_size=window.ctx_size, reserve=window.reserve, fixed=window.fixed)
     resumed.restore(event)
     assert resumed.view(history) == window.view(history)
 
 
-def test_compact_on_demand_passes_the_focus_and_does_nothing_on_a_short_history():
+def test_compact_on_demand_passes_the_focus_and_does_nothing_on_a_short_history(tmp_path):
     model = summarizer()
-    window = ContextWindow()
-    assert window.compact([SYSTEM, TASK, *turn(1, "list_files", {}, "a.py")], model) is None
-    event = window.compact(long_history(), model, focus="the Decimal change")
+    run = agent(tmp_path, model, [])
+    assert run.compact([SYSTEM, TASK, *turn(1, "list_files", {}, "a.py")]) is None and model.requests == []
+    event = run.compact(long_history(), focus="the Decimal change")
     assert event is not None and event.focus == "the Decimal change"
     assert "Focus especially on: the Decimal change" in model.requests[0][0][1].content
 
 
 def test_a_compaction_that_would_break_the_budget_is_not_sent():
-    model = summarizer()
     history = long_history()
     window = ContextWindow(ctx_size=2 * (messages_tokens(history) - 200), reserve=8192)
-    with pytest.raises(BudgetSpent):
-        window.prepare(history, [], model, budget=100)
-    assert model.requests == []
+    with pytest.raises(BudgetSpent, match="compacting the context"):  # raised instead of a summary to ask for
+        window.plan(history, [], budget=100)
 
 
 # ---- accounting -------------------------------------------------------------------------------
@@ -186,7 +205,7 @@ def test_a_compaction_that_would_break_the_budget_is_not_sent():
 def test_accounting_prefers_the_server_and_calibrates_upwards_only():
     window = ContextWindow()
     history = [SYSTEM, TASK, *turn(1, "read_file", {"path": "a"}, lines("a", 200))]
-    request = window.prepare(history, [], summarizer())
+    request = planned(window, history)
     estimated = window.account(1, request, AssistantMessage("ok"))
     assert estimated.estimated and estimated.usage.prompt_tokens == request.tokens
     assert 0.8 < estimated.tool_share < 1
@@ -195,7 +214,7 @@ def test_accounting_prefers_the_server_and_calibrates_upwards_only():
     counted = window.account(3, request, AssistantMessage("ok", usage=Usage(int(request.tokens * 1.5), 3)))
     assert not counted.estimated and counted.usage.prompt_tokens == int(request.tokens * 1.5)
     assert window.calibration == pytest.approx(1.5, rel=0.01)
-    assert window.prepare(history, [], summarizer()).tokens == pytest.approx(request.tokens * 1.5, rel=0.01)
+    assert planned(window, history).tokens == pytest.approx(request.tokens * 1.5, rel=0.01)
 
 
 # ---- guards -----------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.config import ConfigError, load_config
+from loopagent.config import load_config
+from loopagent.errors import ConfigError
 
 
 def project(ws: Path, data: dict) -> None:

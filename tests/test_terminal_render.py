@@ -19,7 +19,8 @@ from loopagent.events import (
 from loopagent.messages import AssistantMessage, ToolCall, ToolResult, Usage
 from loopagent.render import diff as diffs
 from loopagent.render.markdown import BlockSplitter
-from loopagent.render.terminal import TerminalRenderer, summary
+from loopagent.render.results import summary
+from loopagent.render.terminal import TerminalRenderer
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 DIFF = "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"

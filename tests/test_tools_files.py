@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.tools.base import ToolContext, ToolError
+from loopagent.errors import ToolError
+from loopagent.tools.base import ToolContext
 from loopagent.tools.files import (
     READ_MAX_BYTES,
     EditFile,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.tools.base import ToolContext, ToolError
+from loopagent.errors import ToolError
+from loopagent.tools.base import ToolContext
 from loopagent.tools.search import GREP_MAX, LIST_MAX, Grep, GrepParams, ListFiles, ListParams, find_rg
 
 RG = find_rg()

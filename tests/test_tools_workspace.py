@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.tools.base import ToolContext, ToolError
+from loopagent.errors import ToolError
+from loopagent.tools.base import ToolContext
 from loopagent.tools.files import EditFile, EditParams, ReadFile, ReadParams, WriteFile, WriteParams
 from loopagent.tools.search import Grep, GrepParams, ListFiles, ListParams
 from loopagent.tools.workspace import Workspace

@@ -14,8 +14,8 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
+from loopagent.errors import ToolError
 from loopagent.messages import ToolCall, ToolResult
-from loopagent.tools.base import ToolError
 
 # `@` at the start or after white space (an e-mail address is no mention), then a path up to white space.
 # Not the header of an attachment quoted back ("[attached @a.txt, ...]"): that would attach it again.

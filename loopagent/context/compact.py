@@ -2,23 +2,21 @@
 every later user message verbatim, the summary, and the recent turns with their call/result pairs intact.
 
 Pure: `plan` says what to ask, `apply` takes up the answer. The loop asks the model in between,
-as a turn of its own (TurnStart, spinner, usage, cancel token); `run` asks it directly for callers
-without a loop.
+as a turn of its own (TurnStart, spinner, usage, cancel token).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from loopagent.client import ModelClient
 from loopagent.context.estimate import estimate_tokens, messages_tokens
 from loopagent.context.prune import clip_text
-from loopagent.context.stops import BudgetSpent, CompactionCancelled, ContextFull
 from loopagent.context.view import Summary, check_pairing, task_index
 from loopagent.counts import counted
-from loopagent.events import Compacted, Event, Notice
+from loopagent.errors import BudgetSpent, ContextFull
+from loopagent.events import Compacted
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, Usage, UserMessage
 
 if TYPE_CHECKING:
@@ -42,10 +40,6 @@ class CancelToken(Protocol):
     """What compaction needs of the turn's cancel token (the client gets the token itself)."""
 
     def is_set(self) -> bool: ...
-
-
-def _noop(event: Event) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -92,39 +86,6 @@ def apply(window: ContextWindow, history: Sequence[Message], step: Compaction, r
     after = window.view(history)
     check_pairing(after)
     return Compacted(text, step.upto, step.tokens_before, window.tokens(after), usage, step.focus)
-
-
-def run(window: ContextWindow, history: Sequence[Message], step: Compaction, model: ModelClient,
-        emit: Callable[[Event], None] = _noop, cancel: CancelToken | None = None) -> Compacted:
-    """Ask `model` for the summary directly (callers without a loop; the loop runs it as a turn).
-    Model failures propagate, except once `cancel` is set: then CompactionCancelled."""
-    emit(Notice("compact", step.describe()))
-    event = apply(window, history, step, summarise(model, step.messages, cancel))
-    emit(event)
-    return event
-
-
-def compact(window: ContextWindow, history: Sequence[Message], model: ModelClient,
-            emit: Callable[[Event], None] = _noop, focus: str = "", budget: int | None = None,
-            required: bool = False, cancel: CancelToken | None = None) -> Compacted | None:
-    """Summarise the older turns of `history` with `model`, keep the recent ones verbatim; emit and
-    return Compacted, or None when there is nothing old enough to summarise."""
-    step = plan(window, history, focus, budget, required)
-    return None if step is None else run(window, history, step, model, emit, cancel)
-
-
-def summarise(model: ModelClient, messages: list[Message], cancel: CancelToken | None) -> AssistantMessage:
-    """The model's reply to a summary request; its text is not streamed to the screen as an answer."""
-    if cancel is not None and cancel.is_set():
-        raise CompactionCancelled("cancelled by the user")
-    try:
-        if cancel is None:  # clients and stand-ins that predate cancel tokens take three arguments
-            return model.complete(messages, [], _noop)
-        return model.complete(messages, [], _noop, cancel=cancel)
-    except Exception:
-        if cancel is not None and cancel.is_set():
-            raise CompactionCancelled("cancelled by the user") from None
-        raise
 
 
 def keep_from(window: ContextWindow, history: Sequence[Message], share: float) -> int:

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 
 from loopagent.context.estimate import estimate_tokens
 from loopagent.context.prune import clip_text
-from loopagent.context.stops import BrokenHistory
+from loopagent.errors import BrokenHistory
 from loopagent.guards import is_nudge
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
 

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from loopagent.client import ModelClient
 from loopagent.context import compact as compaction
 from loopagent.context.compact import Compaction
 from loopagent.context.estimate import message_tokens, messages_tokens, recalibrate, tools_tokens, turn_tokens
 from loopagent.context.prune import CLIP_MIN, clip_newest, clip_older, last_turn, stub_superseded
-from loopagent.context.stops import BudgetSpent, ContextFull
 from loopagent.context.view import Summary, View, check_pairing
-from loopagent.events import Compacted, ContextEdit, Event, TurnTokens
-from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, Usage
+from loopagent.errors import BudgetSpent, ContextFull
+from loopagent.events import Compacted, ContextEdit, TurnTokens
+from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult
 
 if TYPE_CHECKING:
     from loopagent.tools.spec import ToolSpec
@@ -31,12 +30,7 @@ class Request:
     messages: list[Message]
     tokens: int  # estimated prompt tokens: messages + tool schemas, calibrated
     tool_tokens: int  # of which tool results
-    spent: Usage = Usage()  # tokens a compaction used to make this request fit (`prepare` only)
     edits: tuple[ContextEdit, ...] = ()  # results first sent other than as the history holds them
-
-
-def _noop(event: Event) -> None:
-    pass
 
 
 @dataclass
@@ -104,18 +98,6 @@ class ContextWindow:
         """Take up the model's summary for `step` (the loop ran it as a turn); raises ContextFull when empty."""
         return compaction.apply(self, history, step, reply)
 
-    def prepare(self, history: Sequence[Message], tools: list[dict], model: ModelClient,
-                emit: Callable[[Event], None] = _noop, budget: int | None = None,
-                cancel: compaction.CancelToken | None = None) -> Request:
-        """`plan`, with a needed compaction asked of `model` directly (callers without a loop). `cancel`,
-        the turn's cancel token, reaches the client when a summary is requested."""
-        step = self.plan(history, tools, budget)
-        if not isinstance(step, Compaction):
-            return step
-        event = compaction.run(self, history, step, model, emit, cancel)
-        left = None if budget is None else budget - event.usage.total
-        return replace(self.plan(history, tools, left, compacted=True), spent=event.usage)
-
     def full(self, messages: list[Message], compacted: bool) -> str:
         """Why a request cannot fit, for the RunEnd message."""
         need, how = self.tokens(messages), "raise --ctx-size or ask for smaller tool outputs"
@@ -170,12 +152,6 @@ class ContextWindow:
             return messages
         clip_newest(self.view_state, history, total, self.limit, floor, self.result_cap(history), self.calibration)
         return self.view(history)
-
-    def compact(self, history: Sequence[Message], model: ModelClient, emit: Callable[[Event], None] = _noop,
-                focus: str = "", budget: int | None = None, required: bool = False,
-                cancel: compaction.CancelToken | None = None) -> Compacted | None:
-        """`/compact [focus]`: summarise the older turns now; None when there is nothing old enough."""
-        return compaction.compact(self, history, model, emit, focus, budget, required, cancel)
 
     def restore(self, event: Compacted, history: Sequence[Message] | None = None) -> None:
         """Take up a compaction recorded earlier (a resumed session). Its index is bound to the messages

@@ -37,7 +37,7 @@ from loopagent.events import (
 )
 from loopagent.render import lines
 from loopagent.render.approval import ApprovalView
-from loopagent.render.results import shown, subject_of, summary  # noqa: F401 - tests import summary from here
+from loopagent.render.results import shown, subject_of
 from loopagent.render.safe import printable
 from loopagent.render.sink import PlainSink, RichSink, Sink
 from loopagent.thinking import ThinkSplitter

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from loopagent.errors import SessionError  # the error tree; importable from here as before
+from loopagent.errors import SessionError
 from loopagent.session.lock import in_use
 from loopagent.session.typed import typed
 

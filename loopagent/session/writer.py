@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from loopagent import __version__
-from loopagent.errors import SessionError, SessionWriteError  # noqa: F401 (the error tree; importable from here)
+from loopagent.errors import SessionWriteError
 from loopagent.events import (
     CheckRan,
     Compacted,

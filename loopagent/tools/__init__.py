@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from loopagent.tools.base import SchemaTool, Tool, ToolContext, ToolError
+from loopagent.errors import ToolError
+from loopagent.tools.base import SchemaTool, Tool, ToolContext
 from loopagent.tools.registry import Registry
 from loopagent.tools.spec import Resource, ToolSpec
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, RootModel, ValidationError
 
 from loopagent.cancel import Cancel
-from loopagent.errors import ToolError  # noqa: F401 (the error tree; importable from here as before)
 from loopagent.messages import ToolResult
 from loopagent.sandbox.executor import Executor, PlainExecutor
 from loopagent.tools.schema import problems

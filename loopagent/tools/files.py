@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 from loopagent.clip import NO_GAP, Gap, clip
 from loopagent.counts import counted
 from loopagent.details import Details
+from loopagent.errors import ToolError
 from loopagent.messages import ToolResult
-from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.base import Tool, ToolContext
 from loopagent.tools.diffs import changed, clip_diff, diff_stat, unified_diff
 from loopagent.tools.spec import Resource
 from loopagent.tools.workspace import Workspace

@@ -12,8 +12,9 @@ from pydantic import BaseModel
 from loopagent.cancel import CANCELLED
 from loopagent.clip import clip
 from loopagent.details import Details
+from loopagent.errors import ToolError
 from loopagent.messages import ToolCall, ToolResult
-from loopagent.tools.base import InvalidArguments, Tool, ToolContext, ToolError
+from loopagent.tools.base import InvalidArguments, Tool, ToolContext
 from loopagent.tools.spec import Resource, ToolSpec
 
 # A result longer than this is clipped head + tail before the model sees it.

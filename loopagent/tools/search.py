@@ -28,8 +28,9 @@ from pydantic import BaseModel, Field
 from loopagent.cancel import CANCELLED, Cancel
 from loopagent.clip import clip
 from loopagent.counts import counted
+from loopagent.errors import ToolError
 from loopagent.messages import ToolResult
-from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.base import Tool, ToolContext
 from loopagent.tools.workspace import Workspace
 
 if TYPE_CHECKING:

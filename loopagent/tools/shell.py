@@ -21,9 +21,10 @@ from pydantic import BaseModel, Field
 from loopagent.cancel import Cancel
 from loopagent.clip import Gap, clip
 from loopagent.details import Details
+from loopagent.errors import ToolError
 from loopagent.messages import ToolResult
 from loopagent.sandbox.containment import alive, children, kill_call
-from loopagent.tools.base import Tool, ToolContext, ToolError
+from loopagent.tools.base import Tool, ToolContext
 from loopagent.tools.spec import Resource
 
 __all__ = ["Shell", "ShellParams", "alive"]

@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopagent.tools.base import ToolError
+from loopagent.errors import ToolError
 from loopagent.tools.protected import protected_name, protection
 
 MAX_HOPS = 40  # symlinks followed while resolving one path, as the kernel allows
