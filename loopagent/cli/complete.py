@@ -86,7 +86,7 @@ class ReplCompleter(Completer):
 
     def not_ignored(self, folder: str) -> Callable[[str], bool]:
         """A test of workspace-relative paths in `folder`: False for what .gitignore excludes."""
-        from loopagent.tools.search import ignore_lines, ignored, inherited_lines, spec
+        from loopagent.tools.ignore import ignore_lines, ignored, inherited_lines, spec
 
         root = self.workspace
         folder = folder.strip("/")

@@ -31,10 +31,11 @@ from loopagent.counts import counted
 from loopagent.errors import ToolError
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext
+from loopagent.tools.ignore import ignore_lines, ignored, inherited_lines, spec
 from loopagent.tools.workspace import Workspace
 
 if TYPE_CHECKING:
-    import pathspec  # ~11 ms: imported when a search first needs an ignore file, not at every start
+    import pathspec
 
 LIST_MAX = 500  # paths shown by list_files
 GREP_MAX = 200  # matching lines shown by grep
@@ -53,61 +54,6 @@ def find_rg() -> str | None:
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
     return shutil.which("rg")
-
-
-# ---- ignore rules --------------------------------------------------------------------------------
-
-def rooted_patterns(lines: list[str], base: str) -> list[str]:
-    """Rewrite .gitignore lines of directory `base` (workspace-relative) as workspace-relative patterns."""
-    out = []
-    for raw in lines:
-        line = raw.rstrip("\n").rstrip("\r")
-        if not line.strip() or line.startswith("#"):
-            continue
-        neg, body = ("!", line[1:]) if line.startswith("!") else ("", line)
-        if base:
-            anchored = "/" in body.rstrip("/")
-            body = f"{base}/{body.lstrip('/')}" if anchored else f"{base}/**/{body}"
-        out.append(neg + body)
-    return out
-
-
-def ignore_lines(root: Path, rel_dir: str) -> list[str]:
-    """The rooted patterns of `rel_dir/.gitignore`, or [] when it has none."""
-    try:
-        text = (root / rel_dir / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    return rooted_patterns(text.splitlines(), rel_dir)
-
-
-def inherited_lines(root: Path, start: str) -> list[str]:
-    """Patterns that apply at `start` from above it: .git/info/exclude, then each parent's .gitignore."""
-    try:
-        lines = rooted_patterns((root / ".git/info/exclude").read_text(errors="replace").splitlines(), "")
-    except OSError:
-        lines = []
-    if start in ("", "."):
-        return lines
-    parts = start.split("/")
-    for depth in range(len(parts)):
-        lines += ignore_lines(root, "/".join(parts[:depth]))
-    return lines
-
-
-def spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
-    import pathspec
-
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-def ignored(specs: tuple[pathspec.GitIgnoreSpec, ...], rel: str) -> bool:
-    """Git's rule: the deepest .gitignore with a matching pattern decides; within it the last pattern."""
-    for s in reversed(specs):
-        result = s.check_file(rel)
-        if result.include is not None:
-            return bool(result.include)
-    return False
 
 
 def walk(ws: Workspace, start: str) -> Iterator[str]:
