@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
+from loopagent.cancel import Cancel
 from loopagent.client import ModelClient
 from loopagent.context.estimate import estimate_tokens, messages_tokens
 from loopagent.context.prune import clip_text
@@ -36,12 +37,6 @@ Be specific (paths, function names, commands, error messages) and cover:
 - decisions taken and facts learned;
 - what remains to do, next step first.
 Do not repeat the task or the user's messages: they are kept verbatim. Plain text only."""
-
-
-class CancelToken(Protocol):
-    """What compaction needs of the turn's cancel token (the client gets the token itself)."""
-
-    def is_set(self) -> bool: ...
 
 
 def _noop(event: Event) -> None:
@@ -95,7 +90,7 @@ def apply(window: ContextWindow, history: Sequence[Message], step: Compaction, r
 
 
 def run(window: ContextWindow, history: Sequence[Message], step: Compaction, model: ModelClient,
-        emit: Callable[[Event], None] = _noop, cancel: CancelToken | None = None) -> Compacted:
+        emit: Callable[[Event], None] = _noop, cancel: Cancel | None = None) -> Compacted:
     """Ask `model` for the summary directly (callers without a loop; the loop runs it as a turn).
     Model failures propagate, except once `cancel` is set: then CompactionCancelled."""
     emit(Notice("compact", step.describe()))
@@ -106,23 +101,22 @@ def run(window: ContextWindow, history: Sequence[Message], step: Compaction, mod
 
 def compact(window: ContextWindow, history: Sequence[Message], model: ModelClient,
             emit: Callable[[Event], None] = _noop, focus: str = "", budget: int | None = None,
-            required: bool = False, cancel: CancelToken | None = None) -> Compacted | None:
+            required: bool = False, cancel: Cancel | None = None) -> Compacted | None:
     """Summarise the older turns of `history` with `model`, keep the recent ones verbatim; emit and
     return Compacted, or None when there is nothing old enough to summarise."""
     step = plan(window, history, focus, budget, required)
     return None if step is None else run(window, history, step, model, emit, cancel)
 
 
-def summarise(model: ModelClient, messages: list[Message], cancel: CancelToken | None) -> AssistantMessage:
+def summarise(model: ModelClient, messages: list[Message], cancel: Cancel | None) -> AssistantMessage:
     """The model's reply to a summary request; its text is not streamed to the screen as an answer."""
-    if cancel is not None and cancel.is_set():
+    cancel = cancel or Cancel()
+    if cancel.is_set():
         raise CompactionCancelled("cancelled by the user")
     try:
-        if cancel is None:  # clients and stand-ins that predate cancel tokens take three arguments
-            return model.complete(messages, [], _noop)
-        return model.complete(messages, [], _noop, cancel=cancel)
+        return model.complete(messages, [], _noop, cancel)
     except Exception:
-        if cancel is not None and cancel.is_set():
+        if cancel.is_set():
             raise CompactionCancelled("cancelled by the user") from None
         raise
 

@@ -106,7 +106,7 @@ class ContextWindow:
 
     def prepare(self, history: Sequence[Message], tools: list[dict], model: ModelClient,
                 emit: Callable[[Event], None] = _noop, budget: int | None = None,
-                cancel: compaction.CancelToken | None = None) -> Request:
+                cancel: compaction.Cancel | None = None) -> Request:
         """`plan`, with a needed compaction asked of `model` directly (callers without a loop). `cancel`,
         the turn's cancel token, reaches the client when a summary is requested."""
         step = self.plan(history, tools, budget)
@@ -173,7 +173,7 @@ class ContextWindow:
 
     def compact(self, history: Sequence[Message], model: ModelClient, emit: Callable[[Event], None] = _noop,
                 focus: str = "", budget: int | None = None, required: bool = False,
-                cancel: compaction.CancelToken | None = None) -> Compacted | None:
+                cancel: compaction.Cancel | None = None) -> Compacted | None:
         """`/compact [focus]`: summarise the older turns now; None when there is nothing old enough."""
         return compaction.compact(self, history, model, emit, focus, budget, required, cancel)
 
