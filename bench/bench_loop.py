@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from loopagent.cancel import Cancel  # noqa: E402
 from loopagent.client.openai import OpenAIClient, WireEncoder  # noqa: E402
 from loopagent.events import TurnStart  # noqa: E402
 from loopagent.loop import Agent, Limits  # noqa: E402
@@ -59,7 +60,7 @@ def per_turn_cpu(model, ws: Path, turns: int) -> list[float]:
         listeners=[lambda e: stamps.append(time.process_time()) if isinstance(e, TurnStart) else None],
         limits=Limits(max_steps=turns),
     )
-    agent.run([SystemMessage("bench"), UserMessage("read small.py forever")])
+    agent.run([SystemMessage("bench"), UserMessage("read small.py forever")], "", Cancel())
     return [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
 
 

@@ -128,7 +128,7 @@ class Hooks:
             self.session_id = event.id
 
     def pre_tool(self, call: ToolCall, arguments: dict[str, Any], emit: Emit,
-                 cancel: Cancel | None = None) -> str:
+                 cancel: Cancel) -> str:
         """'' to let the call run, else why a hook blocked it (naming the hook)."""
         payload = {**self.about(call), "arguments": arguments}
         for outcome in self.fire("pre_tool", call.name, payload, emit, cancel):
@@ -137,7 +137,7 @@ class Hooks:
         return ""
 
     def post_tool(self, call: ToolCall, arguments: dict[str, Any], result: ToolResult, emit: Emit,
-                  cancel: Cancel | None = None) -> ToolResult:
+                  cancel: Cancel) -> ToolResult:
         """The result with every context a post_tool hook added (a block is shown as context too)."""
         payload = {**self.about(call), "arguments": arguments,
                    "result": {"content": result.content, "is_error": result.is_error}}
@@ -148,14 +148,14 @@ class Hooks:
         notes = "\n".join(f"[post_tool hook] {text}" for text in extra)
         return replace(result, content=f"{result.content}\n\n{notes}")
 
-    def stop(self, text: str, emit: Emit, cancel: Cancel | None = None) -> str:
+    def stop(self, text: str, emit: Emit, cancel: Cancel) -> str:
         """'' to let the run end, else the reason a stop hook sends the model back with."""
         for outcome in self.fire("stop", "", {**self.about(None), "text": text}, emit, cancel):
             if outcome.verdict == "block":
                 return outcome.reason or f"the stop hook {outcome.hook.label} asks you to continue"
         return ""
 
-    def session_start(self, task: str, emit: Emit, cancel: Cancel | None = None) -> list[str]:
+    def session_start(self, task: str, emit: Emit, cancel: Cancel) -> list[str]:
         """Once per agent: the context session_start hooks print (exit 0 stdout, or JSON `context`)."""
         if self.started:
             return []
@@ -168,13 +168,13 @@ class Hooks:
                 "tool": call.name if call else "", "call_id": call.id if call else ""}
 
     def fire(self, kind: str, tool: str, payload: dict[str, Any], emit: Emit,
-             cancel: Cancel | None = None) -> list[Outcome]:
+             cancel: Cancel) -> list[Outcome]:
         """Run the hooks of `kind` that match `tool`, in order, each announced as it ends; stop at a block."""
         outcomes = []
         for hook in self.hooks:
             if hook.kind != kind or (kind in ("pre_tool", "post_tool") and not hook.applies(tool)):
                 continue
-            if cancel is not None and cancel.is_set():  # a cancelled turn runs no more of the user's commands
+            if cancel.is_set():  # a cancelled turn runs no more of the user's commands
                 break
             started = time.monotonic()
             outcome = run_hook(hook, {"event": kind, **payload}, self.cwd, self.env, cancel)
@@ -194,7 +194,7 @@ def announce(outcome: Outcome, tool: str, emit: Emit, seconds: float = 0.0) -> N
 
 
 def run_hook(hook: Hook, payload: dict[str, Any], cwd: Path, env: Mapping[str, str] | None,
-             cancel: Cancel | None = None) -> Outcome:
+             cancel: Cancel) -> Outcome:
     """Run one hook command to its verdict; never raises. Ctrl+C (`cancel`) ends it at once.
 
     The hook is done when its own process exits, not when its pipes close: a `sleep 300 &` it leaves
@@ -208,7 +208,7 @@ def run_hook(hook: Hook, payload: dict[str, Any], cwd: Path, env: Mapping[str, s
                                 start_new_session=True)
     except OSError as exc:
         return failure(hook, f"cannot start it: {exc}")
-    forget = cancel.on_cancel(lambda: kill_group(proc)) if cancel is not None else lambda: None
+    forget = cancel.on_cancel(lambda: kill_group(proc))
     try:
         out, err, ended = collect(proc, json.dumps(payload).encode(), hook.timeout)
     finally:
@@ -218,7 +218,7 @@ def run_hook(hook: Hook, payload: dict[str, Any], cwd: Path, env: Mapping[str, s
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # not killable (uninterruptible sleep): left to the kernel
             pass
-    if cancel is not None and cancel.is_set():
+    if cancel.is_set():
         return Outcome(hook, "failed", "cancelled")
     if not ended:
         return failure(hook, f"timed out after {hook.timeout:g} s")

@@ -49,8 +49,7 @@ HEADLESS_DENIAL = "this call needs approval and no one can approve in headless m
 
 
 class Approver(Protocol):
-    def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision,
-                cancel: Cancel | None = None) -> bool:
+    def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision, cancel: Cancel) -> bool:
         """Ask a person; True runs the call. Once `cancel` is set, stop asking (the answer is ignored)."""
         ...
 
@@ -99,13 +98,11 @@ class Agent:
         history.append(message)
         self.emit(MessageAdded(message, len(history) - 1))
 
-    def run(self, history: list[Message], task: str = "", cancel: Cancel | None = None,
-            opening: UserMessage | None = None) -> RunEnd:
+    def run(self, history: list[Message], task: str, cancel: Cancel, opening: UserMessage | None = None) -> RunEnd:
         """Drive the conversation until the model answers without tool calls, a limit stops it, `cancel`
         is set, or the run can no longer be recorded (`health`). `opening`, the message this turn starts
         with, is added here: the agent's first also carries its session_start hooks' context."""
         self.emit(AgentStart(task))
-        cancel = cancel or Cancel()
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
         run = Tally(Repeats(self.emit), self.registry.specs(), Deadline(self.limits.time_limit, cancel))
         if opening is not None:
@@ -210,10 +207,10 @@ class Agent:
         self.emit(event)
         return event
 
-    def compact(self, history: list[Message], focus: str = "", cancel: Cancel | None = None) -> Compacted | None:
+    def compact(self, history: list[Message], cancel: Cancel, focus: str = "") -> Compacted | None:
         """`/compact [focus]` as a turn of its own; None when the history is too short to summarise."""
         plan = self.context.compaction(history, focus=focus)
-        return None if plan is None else self.compaction(history, plan, Tally(Repeats(), []), cancel or Cancel())
+        return None if plan is None else self.compaction(history, plan, Tally(Repeats(), []), cancel)
 
     def nudged(self, history: list[Message], reply: AssistantMessage, run: Tally) -> bool:
         """Headless: a final answer that asks or defers goes back once more, with a nudge."""

@@ -4,33 +4,27 @@ The client streams in a worker thread while the caller waits for the reply or th
 whichever comes first, so a server that has not sent a byte yet cannot hold a Ctrl+C up.
 On cancel the caller gets what had streamed so far as an interrupted assistant message;
 the worker's later deltas reach no listener, and its next one ends it (leaving the client's
-`with` closes the stream). A client whose `complete` takes `cancel=` is given the token, so
-it can close the stream at once (see ModelClient).
+`with` closes the stream). The client is given the token too, so it can close the stream at
+once (see ModelClient).
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable, Sequence
-from functools import cache
+from typing import TYPE_CHECKING
 
 from loopagent.cancel import Cancel
 from loopagent.events import Event, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, Message
 
+if TYPE_CHECKING:
+    from loopagent.client import ModelClient
+    from loopagent.tools.spec import ToolSpec
+
 
 class Abandoned(Exception):
     """Raised inside an abandoned worker at its next delta, to unwind the client's stream."""
-
-
-@cache
-def takes_cancel(kind: type) -> bool:
-    """Whether a client class's `complete` accepts the token (`cancel=`)."""
-    try:
-        return "cancel" in inspect.signature(kind.complete).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 class Reply:
@@ -56,12 +50,9 @@ class Reply:
                 self.thinking.append(event.text)
             self.emit(event)
 
-    def produce(self, model, messages: Sequence[Message], tools: list[dict]) -> None:
+    def produce(self, model: ModelClient, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> None:
         try:
-            if takes_cancel(type(model)):
-                self.message = model.complete(messages, tools, self.forward, cancel=self.cancel)
-            else:
-                self.message = model.complete(messages, tools, self.forward)
+            self.message = model.complete(messages, tools, self.forward, self.cancel)
         except BaseException as exc:  # handed to the waiting thread, which raises it there
             self.error = exc
         finally:
@@ -75,8 +66,8 @@ class Reply:
                                     stop_reason="interrupted")
 
 
-def stream_reply(model, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None],
-                 cancel: Cancel) -> AssistantMessage:
+def stream_reply(model: ModelClient, messages: Sequence[Message], tools: Sequence[ToolSpec],
+                 emit: Callable[[Event], None], cancel: Cancel) -> AssistantMessage:
     """The model's reply, or (once `cancel` is set) the partial one with stop_reason "interrupted".
 
     Raises what the client raised (ModelError, IncompleteTurn) when the turn was not cancelled.

@@ -19,6 +19,7 @@ from loopagent.events import Event, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, Message, ToolCall
 
 if TYPE_CHECKING:
+    from loopagent.cancel import Cancel
     from loopagent.tools.spec import ToolSpec
 
 Turn = AssistantMessage | str | BaseException | Callable[[Sequence[Message]], "AssistantMessage | str"]
@@ -52,14 +53,14 @@ class ScriptedModel:
         self.served = 0
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], emit: Callable[[Event], None],
-                 cancel=None) -> AssistantMessage:
+                 cancel: Cancel) -> AssistantMessage:
         """The next scripted turn; raises a scripted exception, ModelError when the script is over,
         or Cancelled when `cancel` is already set."""
         if self.record:
             self.requests.append((tuple(messages), list(tools)))
         if self.on_request is not None:
             self.on_request(messages, tools)
-        if cancel is not None and cancel.is_set():
+        if cancel.is_set():
             raise Cancelled(AssistantMessage(stop_reason="incomplete"))
         turn = self._next(tools)
         if isinstance(turn, BaseException):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from loopagent.cancel import Cancel
 from loopagent.errors import IncompleteTurn
 from loopagent.events import TextDelta, ThinkingDelta, ToolFinished
 from loopagent.loop import Agent
@@ -24,7 +25,7 @@ def test_a_script_writes_reads_and_answers_through_the_real_loop_and_tools(tmp_p
     ])
     events: list = []
     history = [SystemMessage("s"), UserMessage("write notes")]
-    end = agent_for(model, tmp_path, events).run(history, "write notes")
+    end = agent_for(model, tmp_path, events).run(history, "write notes", Cancel())
     assert (end.status, end.steps) == ("completed", 3)
     assert (tmp_path / "notes.txt").read_text() == "alpha\nbeta\n"
     results = [e.result for e in events if isinstance(e, ToolFinished)]
@@ -43,7 +44,7 @@ def test_a_script_writes_reads_and_answers_through_the_real_loop_and_tools(tmp_p
 def test_calls_without_a_stop_reason_become_tool_calls_as_a_stream_would_say(tmp_path):
     model = ScriptedModel([AssistantMessage(tool_calls=(call("list_files", {}),)), "done"])
     events: list = []
-    end = agent_for(model, tmp_path, events).run([SystemMessage("s"), UserMessage("list")])
+    end = agent_for(model, tmp_path, events).run([SystemMessage("s"), UserMessage("list")], "", Cancel())
     assert end.status == "completed"
     assert model.requests and [e for e in events if isinstance(e, ToolFinished)][0].call.name == "list_files"
 
@@ -51,15 +52,15 @@ def test_calls_without_a_stop_reason_become_tool_calls_as_a_stream_would_say(tmp
 def test_a_scripted_error_and_an_exhausted_script_end_the_run_with_their_status(tmp_path):
     events: list = []
     end = agent_for(ScriptedModel([IncompleteTurn("cut short")]), tmp_path, events).run(
-        [SystemMessage("s"), UserMessage("go")])
+        [SystemMessage("s"), UserMessage("go")], "", Cancel())
     assert (end.status, end.exit_code) == ("incomplete_model_turn", 1)
     end = agent_for(ScriptedModel([calls(call("list_files"))]), tmp_path, events).run(
-        [SystemMessage("s"), UserMessage("go")])
+        [SystemMessage("s"), UserMessage("go")], "", Cancel())
     assert end.status == "model_error" and "no turn 2" in end.message
 
 
 def test_requests_without_tools_get_the_summary_and_use_no_turn():
     model = ScriptedModel(["the answer"], summary="the summary")
-    assert model.complete([UserMessage("sum up")], [], lambda e: None).text == "the summary"
-    assert model.complete([UserMessage("go")], [{"x": 1}], lambda e: None).text == "the answer"
+    assert model.complete([UserMessage("sum up")], [], lambda e: None, Cancel()).text == "the summary"
+    assert model.complete([UserMessage("go")], [{"x": 1}], lambda e: None, Cancel()).text == "the answer"
     assert model.served == 1

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.client import IncompleteTurn
 from loopagent.client.openai import OpenAIClient
 from loopagent.events import Event, Notice, TextDelta
@@ -163,7 +164,7 @@ def replay(name: str, pieces: list[tuple[bytes, float]] | None = None, lockstep:
         extra = {"clock": srv.clock} if lockstep else {}
         cli = OpenAIClient(base_url=srv.url, model="gemma3-270m", sleep=sleeps.append, **extra, **client)
         try:
-            msg, err = cli.complete([UserMessage("hi")], capture.tools(), events.append), None
+            msg, err = cli.complete([UserMessage("hi")], capture.tools(), events.append, Cancel()), None
         except IncompleteTurn as exc:
             msg, err = None, exc
         finally:
@@ -222,8 +223,8 @@ def test_empty_200_to_streamed_tools_is_answered_by_the_non_streamed_capture(tmp
         events: list[Event] = []
         cli = OpenAIClient(base_url=srv.url, model="gemma3-270m", servers=book, sleep=lambda s: None)
         try:
-            msg = cli.complete([UserMessage("hi")], auto.tools(), events.append)
-            again = cli.complete([UserMessage("hi"), msg], auto.tools(), events.append)
+            msg = cli.complete([UserMessage("hi")], auto.tools(), events.append, Cancel())
+            again = cli.complete([UserMessage("hi"), msg], auto.tools(), events.append, Cancel())
         finally:
             cli.close()
         first, retry, later = srv.requests

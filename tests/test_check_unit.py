@@ -68,7 +68,7 @@ def test_a_deadline_during_a_tool_ends_the_run_time_limit_not_aborted(tmp_path):
     seen: list = []
     model = ScriptedModel([calls(call("shell", {"command": "sleep 20"})), "never asked"])
     begun = time.monotonic()
-    end = agent(tmp_path, model, seen, time_limit=0.3).run([UserMessage("go")], "go")
+    end = agent(tmp_path, model, seen, time_limit=0.3).run([UserMessage("go")], "go", Cancel())
     assert end.status == "time_limit" and end.exit_code == 3 and time.monotonic() - begun < 5
     assert model.served == 1
 
@@ -79,7 +79,7 @@ def test_the_check_goes_back_to_the_model_until_the_retries_are_spent(tmp_path):
     a = agent(tmp_path, ScriptedModel(["one", "two", "three"]), seen, check_retries=1)
     a.check = lambda cancel, attempt: CheckRan("make test", next(checks), 1, attempt, "FAILED x")
     history = [UserMessage("go")]
-    end = a.run(history, "go")
+    end = a.run(history, "go", Cancel())
     assert end.status == "check_failed" and end.exit_code == 5 and end.check.attempt == 2
     assert [m.content for m in history if isinstance(m, UserMessage)][1].startswith(
         "The check `make test` failed with exit 1: FAILED x")

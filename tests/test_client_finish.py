@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.client import IncompleteTurn
 from loopagent.client.assemble import OutputCut, TurnAssembler
 from loopagent.client.openai import OpenAIClient
@@ -29,7 +30,7 @@ def ask(reply: Reply):
     with FakeServer([reply]) as srv:
         client = OpenAIClient(srv.url, "m", retries=0)
         try:
-            msg = client.complete([UserMessage("hi")], [], lambda e: notices.append(e) if isinstance(e, Notice) else None)
+            msg = client.complete([UserMessage("hi")], [], lambda e: notices.append(e) if isinstance(e, Notice) else None, Cancel())
         finally:
             client.close()
     return msg, [n.text for n in notices]

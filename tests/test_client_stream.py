@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loopagent.cancel import Cancel
 from loopagent.client import IncompleteTurn, ModelError
 from loopagent.client.assemble import TurnAssembler
 from loopagent.client.openai import OpenAIClient, build_request
@@ -106,7 +107,7 @@ LOGICAL = (
 def complete(server: FakeServer, **kw) -> AssistantMessage:
     client = OpenAIClient(base_url=server.url, model="m", backoff=0.001, **kw)
     try:
-        return client.complete([UserMessage("hi")], [], lambda e: None)
+        return client.complete([UserMessage("hi")], [], lambda e: None, Cancel())
     finally:
         client.close()
 
@@ -134,7 +135,7 @@ def test_retry_after_is_honoured_and_bounded():
     delays: list[float] = []
     with FakeServer([error(429, "slow down", {"Retry-After": "7"}), Reply(events=text_events("ok"))]) as srv:
         client = OpenAIClient(base_url=srv.url, model="m", sleep=delays.append, max_backoff=5)
-        msg = client.complete([UserMessage("hi")], [], lambda e: None)
+        msg = client.complete([UserMessage("hi")], [], lambda e: None, Cancel())
         client.close()
     assert msg.text == "ok" and delays == [5]
 
@@ -143,7 +144,7 @@ def test_retries_are_bounded_then_fail_with_the_server_message():
     with FakeServer([error(503, "busy")] * 3) as srv:
         client = OpenAIClient(base_url=srv.url, model="m", retries=2, sleep=lambda s: None)
         with pytest.raises(ModelError, match="HTTP 503.*busy"):
-            client.complete([UserMessage("hi")], [], lambda e: None)
+            client.complete([UserMessage("hi")], [], lambda e: None, Cancel())
         client.close()
         assert len(srv.requests) == 3
 

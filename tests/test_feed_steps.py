@@ -42,7 +42,7 @@ def test_compaction_is_a_turn_of_its_own_announced_and_counted(tmp_path):
     model = ScriptedModel(["All summarised."], summary="Read f0-f9; each lists totals.")
     agent = agent_for(tmp_path, model, seen)
     agent.context.ctx_size = small_window(history, agent)
-    end = agent.run(history, "Summarise the files.")
+    end = agent.run(history, "Summarise the files.", Cancel())
     assert end.status == "completed" and end.steps == 1  # the summary is a request, not a step
     kinds = [(type(e).__name__, getattr(e, "purpose", getattr(e, "kind", ""))) for e in seen
              if isinstance(e, (Notice, TurnStart, Compacted))]
@@ -83,7 +83,7 @@ def test_before_change_runs_before_each_mutating_call_and_never_for_reads(tmp_pa
 
     agent.before_change = before_change
     agent.listeners.append(lambda e: steps.append(("started", e.call.name)) if isinstance(e, ToolStarted) else None)
-    end = agent.run([SystemMessage("s"), UserMessage("copy")], "copy")
+    end = agent.run([SystemMessage("s"), UserMessage("copy")], "copy", Cancel())
     assert end.status == "completed" and (tmp_path / "b.txt").read_text() == "b\n"
     assert steps == [("started", "read_file"), ("checkpoint", "write_file b.txt"), ("started", "write_file")]
 
@@ -99,7 +99,7 @@ def test_a_failing_health_stops_the_run_between_steps_with_steps_and_usage_kept(
     agent.listeners.append(lambda e: broken.append("cannot write session file x: disk full")
                            if isinstance(e, ToolStarted) else None)
     history: list[Message] = [SystemMessage("s"), UserMessage("read")]
-    end = agent.run(history, "read")
+    end = agent.run(history, "read", Cancel())
     assert (end.status, end.exit_code, end.steps) == ("error", 1, 1)
     assert end.message.startswith("cannot write session file")
     assert len(model.requests) == 1

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.hooks import Hook, run_hook
 from tests.conftest import clean_env, wait_for, where_shells_run
 from tests.fakeserver import text, tools
@@ -67,7 +68,7 @@ def test_a_hook_is_done_when_it_exits_and_its_background_job_dies(tmp_path, body
     bg = tmp_path / "bg"
     hook = Hook("pre_tool", body.format(bg=bg), timeout=20, on_error="block")
     started = time.monotonic()
-    outcome = run_hook(hook, {"event": "pre_tool"}, tmp_path, None)
+    outcome = run_hook(hook, {"event": "pre_tool"}, tmp_path, None, Cancel())
     took = time.monotonic() - started
     [pid] = read_pids(bg)
     try:
@@ -82,14 +83,14 @@ def test_a_hook_is_done_when_it_exits_and_its_background_job_dies(tmp_path, body
 def test_a_hook_that_closes_its_pipes_and_runs_on_times_out(tmp_path):
     pid_file = tmp_path / "pid"
     hook = Hook("pre_tool", f"echo $$ > {pid_file}; exec >&- 2>&-; sleep 300", timeout=1)
-    outcome = run_hook(hook, {"event": "pre_tool"}, tmp_path, None)
+    outcome = run_hook(hook, {"event": "pre_tool"}, tmp_path, None, Cancel())
     assert outcome.verdict == "failed" and outcome.reason == "timed out after 1 s"
     wait_for(lambda: not running(read_pids(pid_file)[0]), timeout=10)
 
 
 def test_a_hook_that_reads_no_stdin_and_prints_much_is_still_heard(tmp_path):
     hook = Hook("post_tool", "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo done >&2", timeout=20)
-    outcome = run_hook(hook, {"event": "post_tool", "text": "y" * 2_000_000}, tmp_path, None)
+    outcome = run_hook(hook, {"event": "post_tool", "text": "y" * 2_000_000}, tmp_path, None, Cancel())
     assert outcome.verdict == "ok" and outcome.context.startswith("xxxx") and outcome.context.endswith("[clipped]")
 
 
@@ -104,7 +105,7 @@ def test_a_hook_runs_with_a_safe_path_in_the_workspace(tmp_path):
     plain = subprocess.run(["/bin/sh", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=30)
     assert plain.stdout.split("\n")[:2] == ["PLANTED program", "PLANTED module"]  # the attack, without loop
-    outcome = run_hook(Hook("session_start", command), {}, tmp_path, env)
+    outcome = run_hook(Hook("session_start", command), {}, tmp_path, env, Cancel())
     assert outcome.verdict == "ok" and outcome.context == "2"
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.hooks import Hook, check_hooks, run_hook
 
 
@@ -24,7 +25,7 @@ def test_a_bad_setting_says_what_is_wrong(value, said):
 
 
 def run(command: str, tmp_path: Path, kind: str = "pre_tool", **kw):
-    return run_hook(Hook(kind, command, **kw), {"event": kind}, tmp_path, {"PATH": "/usr/bin:/bin"})
+    return run_hook(Hook(kind, command, **kw), {"event": kind}, tmp_path, {"PATH": "/usr/bin:/bin"}, Cancel())
 
 
 @pytest.mark.parametrize("command, verdict, reason", [

@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 
+from loopagent.cancel import Cancel
 from loopagent.client.openai import OpenAIClient
 from loopagent.events import Notice
 from loopagent.messages import UserMessage
@@ -74,7 +75,7 @@ def test_the_fallback_request_does_not_reuse_the_connection_the_empty_stream_cam
                           retries=0, read_timeout=10, connect_timeout=5)
     events: list = []
     try:
-        reply = client.complete([UserMessage("hi")], TOOLS, events.append)
+        reply = client.complete([UserMessage("hi")], TOOLS, events.append, Cancel())
     finally:
         client.close()
         listener.shutdown(socket.SHUT_RDWR)

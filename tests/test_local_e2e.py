@@ -82,6 +82,7 @@ def test_a_request_without_tools_still_streams_on_a_server_that_cannot_stream_to
     server.add(empty_stream(), completion("first"))
     run(run_loop, server, ws)
     # A compaction summary is sent without tools; the fallback is about tools only.
+    from loopagent.cancel import Cancel
     from loopagent.client.openai import OpenAIClient
     from loopagent.messages import UserMessage
     from loopagent.servers import ServerBook
@@ -89,7 +90,7 @@ def test_a_request_without_tools_still_streams_on_a_server_that_cannot_stream_to
     server.add(text("plain"))
     client = OpenAIClient(base_url=server.url, model="default", servers=ServerBook(loop_home))
     try:
-        assert client.complete([UserMessage("hi")], [], lambda e: None).text == "plain"
+        assert client.complete([UserMessage("hi")], [], lambda e: None, Cancel()).text == "plain"
     finally:
         client.close()
     assert server.requests[-1]["stream"] is True

@@ -32,7 +32,7 @@ READ = {"type": "function", "function": {"name": "read_file", "description": "Re
 def complete(srv: FakeOllama, messages=HI, tool_list=(), emit=None, cancel=None, **kw) -> AssistantMessage:
     client = OllamaClient(base_url=srv.url, model="m", ctx_size=4096, backoff=0.001, **kw)
     try:
-        return client.complete(messages, list(tool_list), emit or (lambda e: None), cancel)
+        return client.complete(messages, list(tool_list), emit or (lambda e: None), cancel or Cancel())
     finally:
         client.close()
 
@@ -148,7 +148,7 @@ def test_refused_connection_after_retries_says_to_start_ollama_and_hides_credent
     client = OllamaClient(base_url=f"http://bob:hunter2@127.0.0.1:{port}/?key=sekrit", model="m", retries=1,
                           sleep=lambda s: None)
     with pytest.raises(ModelError) as info:
-        client.complete(HI, [], lambda e: None)
+        client.complete(HI, [], lambda e: None, Cancel())
     said = str(info.value)
     assert "connection refused" in said and "ollama serve" in said and "after 2 attempts" in said
     assert "hunter2" not in said and "sekrit" not in said
@@ -168,7 +168,7 @@ def test_a_refusal_to_stream_tools_falls_back_to_one_json_reply():
 def test_requests_carry_num_ctx_and_the_openai_url_is_taken_back_to_ollamas_root():
     with FakeOllama([text("ok")]) as srv:
         client = OllamaClient(base_url=srv.url + "/v1/", model="m", ctx_size=32768)
-        client.complete(HI, [], lambda e: None)
+        client.complete(HI, [], lambda e: None, Cancel())
         client.close()
         assert srv.paths == ["POST /api/chat"]
         assert srv.requests[0]["options"]["num_ctx"] == 32768

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.cli.approve import PromptApprover
 from loopagent.client.replay import ReplayClient
 from loopagent.loop import HEADLESS_DENIAL, Agent
@@ -163,7 +164,7 @@ def run_loop(tmp_path: Path, mode: str, command: str, answer: str | None):
         policy=Policy(mode, RULES, ROOT), approver=approver,
     )
     history: list = []
-    end = agent.run(history, "task")
+    end = agent.run(history, "task", Cancel())
     result = next(m for m in history if isinstance(m, ToolResult))
     return end, result, shell.ran, approver
 
@@ -202,7 +203,7 @@ def test_always_allows_the_same_command_for_the_session_only(tmp_path):
     calls = [("shell", {"command": "make"}), ("shell", {"command": "make"}), ("shell", {"command": "make x"})]
     agent = Agent(model=ReplayClient([tool_events(calls), text_events("done")]), registry=Registry([shell]),
                   tools=ToolContext(Workspace(tmp_path)), policy=Policy("edits", (), ROOT), approver=approver)
-    agent.run([], "task")
+    agent.run([], "task", Cancel())
     assert shell.ran == ["make", "make"]  # `a` for make; `make x` is another command and Enter said no
     assert approver.out.getvalue().count("allow? [y/N/a]") == 2
 
@@ -235,7 +236,7 @@ def test_edits_mode_writes_files_headless_and_ask_mode_does_not(tmp_path):
             registry=Registry([WriteFile(), ReadFile()]), tools=ToolContext(Workspace(ws)),
             policy=Policy(mode, (), ws),
         )
-        end = agent.run([], "task")
+        end = agent.run([], "task", Cancel())
         assert (ws / "n.txt").exists() == written
         assert end.exit_code == (0 if written else 4)
 

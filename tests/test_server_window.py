@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.client import ModelError
 from loopagent.client.openai import OpenAIClient
 from loopagent.client.refusal import SOURCE, WindowExceeded, stated_window
@@ -40,7 +41,7 @@ def test_each_server_refusal_gives_the_window_and_keeps_it(name, window, tmp_pat
         client = OpenAIClient(srv.url, "m", retries=0, servers=book)
         try:
             with pytest.raises(WindowExceeded) as caught:
-                client.complete([UserMessage("hi")], [], lambda e: None)
+                client.complete([UserMessage("hi")], [], lambda e: None, Cancel())
         finally:
             client.close()
     said = str(caught.value)
@@ -60,7 +61,7 @@ def test_other_400s_and_unbelievable_numbers_are_not_windows(tmp_path):
     with FakeServer([error(400, "messages: field required")]) as srv:
         client = OpenAIClient(srv.url, "m", retries=0, servers=book)
         with pytest.raises(ModelError) as caught:
-            client.complete([UserMessage("hi")], [], lambda e: None)
+            client.complete([UserMessage("hi")], [], lambda e: None, Cancel())
         client.close()
     assert not isinstance(caught.value, WindowExceeded) and not (tmp_path / "servers.json").exists()
 

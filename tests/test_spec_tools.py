@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.cli.approve import PromptApprover
 from loopagent.client.openai import OpenAIClient, build_request, wire_tool
 from loopagent.details import Details
@@ -70,7 +71,7 @@ def test_a_schema_only_tool_runs_through_validation_policy_and_the_loop(tmp_path
     with FakeServer([Reply(events=tool_events(calls)), Reply(events=text_events("deployed"))]) as server:
         agent, approver, client = agent_for(server, tmp_path, deploy_tool(ran), answer="y\ny\n")
         try:
-            end = agent.run([UserMessage("deploy web")], "deploy web")
+            end = agent.run([UserMessage("deploy web")], "deploy web", Cancel())
         finally:
             client.close()
     assert end.status == "completed"
@@ -100,7 +101,7 @@ def test_headless_a_schema_only_tool_that_is_not_read_only_is_denied(tmp_path):
                      Reply(events=text_events("could not"))]) as server:
         agent, _, client = agent_for(server, tmp_path, deploy_tool(ran))
         try:
-            end = agent.run([UserMessage("deploy")], "deploy")
+            end = agent.run([UserMessage("deploy")], "deploy", Cancel())
         finally:
             client.close()
     assert ran == []
@@ -118,7 +119,7 @@ def test_a_read_only_schema_tool_runs_unasked_even_in_mode_ask(tmp_path):
                      Reply(events=text_events("found"))]) as server:
         agent, approver, client = agent_for(server, tmp_path, tool, mode="ask", answer="")
         try:
-            end = agent.run([UserMessage("q")], "q")
+            end = agent.run([UserMessage("q")], "q", Cancel())
         finally:
             client.close()
     assert end.status == "completed" and seen == [{"query": "install"}]

@@ -21,7 +21,7 @@ from tests.fakeserver import FakeServer, Reply, _chunk, error, text_events, tool
 def complete(server: FakeServer, emit=lambda e: None, cancel=None, **kw) -> AssistantMessage:
     client = OpenAIClient(base_url=server.url, model="m", backoff=0.001, **kw)
     try:
-        return client.complete([UserMessage("hi")], [], emit, cancel)
+        return client.complete([UserMessage("hi")], [], emit, cancel or Cancel())
     finally:
         client.close()
 
@@ -144,16 +144,6 @@ def test_a_reply_of_thinking_only_says_so():
 
 # ---- cancellation -----------------------------------------------------------------------------------
 
-class AskOnly:
-    """A token that can only be asked: the client then checks it between chunks."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-
-    def is_set(self) -> bool:
-        return self.event.is_set()
-
-
 def test_cancel_from_another_thread_hangs_up_a_blocked_read_and_keeps_the_partial_text():
     token, first = Cancel(), threading.Event()
     events = text_events("partial answer", finish=None, usage=None)
@@ -171,16 +161,16 @@ def test_cancel_from_another_thread_hangs_up_a_blocked_read_and_keeps_the_partia
 
 
 def test_cancel_while_the_server_keeps_sending_stops_between_events():
-    token = AskOnly()
+    token = Cancel()
+    # Set by the reading thread after the first event: the client's check after that event stops it.
+    first = lambda e: token.set() if isinstance(e, TextDelta) else None  # noqa: E731
 
     def stream() -> Iterator[bytes]:
-        yield b"data: " + json.dumps(_chunk({"content": "tick "})).encode() + b"\n\n"
-        token.event.set()
         yield from forever(b"data: " + json.dumps(_chunk({"content": "tick "})).encode() + b"\n\n")
 
     with FakeServer([Reply(stream=stream, delay=0.01)]) as srv:
         with pytest.raises(Cancelled) as info:
-            complete(srv, cancel=token)
+            complete(srv, emit=first, cancel=token)
     assert info.value.partial.text.startswith("tick ")
 
 

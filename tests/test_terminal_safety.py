@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.cli.approve import PromptApprover
 from loopagent.messages import ToolCall
 from loopagent.policy import Decision
@@ -216,9 +217,9 @@ def test_approval_names_the_sandbox_under_a_shell_command_only(color):
     approver = PromptApprover(read=io.StringIO("y\ny\n"), out=out, show=renderer.show_approval,
                               sandbox="sandbox: workspace writable, no network")
     ask = Decision("ask", "touch is not known to be read-only", "")
-    assert approver.approve(shell_call(f"touch {TITLE}x"), f"touch {TITLE}x", f"touch {TITLE}x", ask)
+    assert approver.approve(shell_call(f"touch {TITLE}x"), f"touch {TITLE}x", f"touch {TITLE}x", ask, Cancel())
     edit = ToolCall("c2", "write_file", '{"path": "a.txt"}')
-    assert approver.approve(edit, "a.txt", "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n", ask)
+    assert approver.approve(edit, "a.txt", "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n", ask, Cancel())
     shown = ANSI.sub("", out.getvalue())
     lines = shown.splitlines()
     command = lines.index("      $ touch \\x1b]0;pwned\\x07x")
@@ -230,7 +231,7 @@ def test_approval_names_the_sandbox_under_a_shell_command_only(color):
 def test_plain_fallback_question_is_escaped_and_names_the_sandbox():
     out = io.StringIO()
     approver = PromptApprover(read=io.StringIO("\n"), out=out, sandbox="not sandboxed")
-    assert not approver.approve(shell_call(ERASE), ERASE, ERASE, Decision("ask", f"why {TITLE}", ""))
+    assert not approver.approve(shell_call(ERASE), ERASE, ERASE, Decision("ask", f"why {TITLE}", ""), Cancel())
     lines = out.getvalue().splitlines()
     assert lines[0] == "      $ touch pwned.txt # \\x1b[2K\\x1b[1G      $ ls -la"
     assert lines[1] == "      not sandboxed"

@@ -43,8 +43,7 @@ class PromptApprover:
         self.sandbox = sandbox
         self.always: set[tuple[str, str]] = set()
 
-    def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision,
-                cancel: Cancel | None = None) -> bool:
+    def approve(self, call: ToolCall, subject: str, preview: str, decision: Decision, cancel: Cancel) -> bool:
         """Ask once; True runs the call. A set `cancel` (Ctrl+C at the question) answers False at once."""
         key = (call.name, preview or subject)
         if key in self.always:
@@ -66,19 +65,19 @@ class PromptApprover:
             self.always.add(key)
         return answer != "no"
 
-    def answer(self, cancel: Cancel | None) -> str | None:
+    def answer(self, cancel: Cancel) -> str | None:
         """The line typed, or None when the turn was cancelled first."""
         try:
             fd = self.read.fileno()
         except (AttributeError, OSError, ValueError):  # a StringIO in tests: nothing to wait for
             fd = -1
-        if cancel is not None and fd >= 0:
+        if fd >= 0:
             # The terminal and the token together: Ctrl+C sets the token from another thread, and
             # a blocked readline would not notice it.
             ready, _, _ = select.select([fd, cancel.fileno()], [], [])
             if fd not in ready:
                 return None
-        return None if cancel is not None and cancel.is_set() else self.read.readline()
+        return None if cancel.is_set() else self.read.readline()
 
 
 def terminal() -> IO[str]:

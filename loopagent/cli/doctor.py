@@ -236,6 +236,7 @@ def model_names(response, provider: str = "openai") -> list[str]:
 
 def ask(client, messages: list, tools: list, stream: bool, clock: Callable[[], float]) -> Probe:
     """One short chat request through the real client; never raises on what the server does."""
+    from loopagent.cancel import Cancel
     from loopagent.client.assemble import EmptyStream, OutputCut
     from loopagent.client.openai import StreamToolsRefused
     from loopagent.errors import IncompleteTurn, ModelError
@@ -248,7 +249,7 @@ def ask(client, messages: list, tools: list, stream: bool, clock: Callable[[], f
             probe.first = clock()
 
     try:
-        probe.reply = client.send(messages, tools, emit, None, stream)
+        probe.reply = client.send(messages, tools, emit, Cancel(), stream)  # Ctrl+C ends doctor itself
     except EmptyStream:
         probe.error, probe.refused = "an empty body (HTTP 200, no events)", True
     except StreamToolsRefused as exc:

@@ -17,7 +17,7 @@ class RecordedAnswers:
     def __init__(self, refused: list[ToolCall]):
         self.refused = refused  # the recording's own call objects: the replay's turns hand out the same ones
 
-    def approve(self, call: ToolCall, subject: str, preview: str, decision, cancel=None) -> bool:
+    def approve(self, call: ToolCall, subject: str, preview: str, decision, cancel) -> bool:
         """True unless this call was refused in the recording."""
         return not any(call is no for no in self.refused)
 

@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from loopagent.errors import Cancelled, IncompleteTurn, ModelError, ServerUnavailable
 from loopagent.events import Event
 from loopagent.messages import AssistantMessage, Message
 
-__all__ = ["CancelSignal", "Cancelled", "IncompleteTurn", "ModelClient", "ModelError",
+if TYPE_CHECKING:
+    from loopagent.cancel import Cancel
+    from loopagent.tools.spec import ToolSpec
+
+__all__ = ["Cancelled", "IncompleteTurn", "ModelClient", "ModelError",
            "ServerUnavailable"]  # errors: see loopagent/errors.py
-
-
-class CancelSignal(Protocol):
-    """What a client needs of a cancel token (loopagent.cancel.Cancel has it all): `is_set()`; optionally
-    `on_cancel(fn)` (or `add_callback(fn)`), run once on set and returning a function that removes it,
-    which lets the client hang up a blocked read at once; and `wait(seconds)`, to sleep interruptibly."""
-
-    def is_set(self) -> bool: ...
 
 
 class ModelClient(Protocol):
     def complete(
-        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None],
-        cancel: CancelSignal | None = None,
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], emit: Callable[[Event], None],
+        cancel: Cancel,
     ) -> AssistantMessage:
-        """Stream one turn, emitting text/thinking deltas; raise ModelError, IncompleteTurn or Cancelled."""
+        """Stream one turn, emitting text/thinking deltas; raise ModelError, IncompleteTurn or Cancelled.
+        `cancel` is the turn's token: once set, the client stops waiting (it hangs up a blocked read
+        through `on_cancel`, sleeps between retries with `wait`) and raises Cancelled."""
         ...

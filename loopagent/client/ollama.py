@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError, ServerUnavailable
+from loopagent.client import Cancelled, IncompleteTurn, ModelError, ServerUnavailable
 from loopagent.client.assemble import EmptyStream, TurnAssembler
 from loopagent.client.ndjson import LineDecoder
 from loopagent.client.openai import OpenAIClient
@@ -30,6 +30,7 @@ from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolRes
 from loopagent.secrets import public_url
 
 if TYPE_CHECKING:
+    from loopagent.cancel import Cancel
     from loopagent.tools.spec import ToolSpec
 
 __all__ = ["OllamaChunks", "OllamaClient", "OllamaEncoder", "ollama_endpoint", "ollama_message"]
@@ -165,7 +166,7 @@ class OllamaClient(OpenAIClient):
         return super()._connect()
 
     def send(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
-             cancel: CancelSignal | None, stream: bool = True) -> AssistantMessage:
+             cancel: Cancel, stream: bool = True) -> AssistantMessage:
         """One request and its reply; an error says what to do about it when Ollama's answer tells."""
         try:
             return super().send(messages, tools, emit, cancel, stream)
@@ -188,7 +189,7 @@ class OllamaClient(OpenAIClient):
         return ""
 
     def _read(self, response: httpx.Response, turn: TurnAssembler, emit: Callable[[Event], None],
-              cancel: CancelSignal | None) -> AssistantMessage:
+              cancel: Cancel) -> AssistantMessage:
         """JSON lines (streamed) or one JSON object (stream: false), read under the idle deadline."""
         kind = response.headers.get("content-type", "").partition(";")[0].strip()
         if "json" not in kind:
@@ -202,7 +203,7 @@ class OllamaClient(OpenAIClient):
                 seen = True
                 if self._take_line(line, turn, chunks, emit):
                     return turn.finish()
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 raise Cancelled(turn.partial())
             if idle.expired(turn.progress):
                 raise IncompleteTurn(idle.message(0), turn.partial())
@@ -210,7 +211,7 @@ class OllamaClient(OpenAIClient):
             seen = True
             if self._take_line(line, turn, chunks, emit):
                 break
-        if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
+        if cancel.is_set():  # the hang-up ends the byte stream early
             raise Cancelled(turn.partial())
         if not seen:
             raise EmptyStream("the model stream ended without a finish reason (cut short or empty): "

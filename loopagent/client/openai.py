@@ -19,17 +19,18 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from loopagent.client import Cancelled, CancelSignal, IncompleteTurn, ModelError, ServerUnavailable
+from loopagent.client import Cancelled, IncompleteTurn, ModelError, ServerUnavailable
 from loopagent.client.assemble import EmptyStream, OutputCut, TurnAssembler, explain_empty, finished
 from loopagent.client.sse import MAX_LINE_BYTES, LineTooLong, SSEDecoder
 from loopagent.client.textcalls import recovered
-from loopagent.client.watch import Hangup, Idle, on_cancel
+from loopagent.client.watch import Hangup, Idle
 from loopagent.client.wire import WireEncoder, build_request, wire_message, wire_tool, wire_tools
 from loopagent.events import Event, Notice
 from loopagent.messages import AssistantMessage, Message
 from loopagent.secrets import Redactor, public_url, url_secrets
 
 if TYPE_CHECKING:
+    from loopagent.cancel import Cancel
     from loopagent.servers import ServerBook
     from loopagent.tools.spec import ToolSpec
 
@@ -58,7 +59,8 @@ class OpenAIClient:
     first_token_timeout: float = 0.0  # the idle deadline before the first token, when longer (client/watch.py)
     backoff: float = 0.5
     max_backoff: float = 30.0
-    sleep: Callable[[float], None] = time.sleep
+    # The pause between retries; None waits on the turn's cancel token, which a cancel ends at once.
+    sleep: Callable[[float], None] | None = None
     clock: Callable[[], float] = time.monotonic
     # An httpx.BaseTransport (httpx.MockTransport in tests, one per agent); None: httpx's own.
     transport: httpx.BaseTransport | None = field(default=None, repr=False)
@@ -99,7 +101,7 @@ class OpenAIClient:
 
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
-        cancel: CancelSignal | None = None,
+        cancel: Cancel,
     ) -> AssistantMessage:
         """One turn, streamed unless the server cannot stream tool calls. Raises ModelError,
         IncompleteTurn, or Cancelled once `cancel` is set."""
@@ -135,7 +137,7 @@ class OpenAIClient:
         return server_key(self.provider, self.base_url, self.model)
 
     def fall_back(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-                  emit: Callable[[Event], None], cancel: CancelSignal | None, why: Exception) -> AssistantMessage:
+                  emit: Callable[[Event], None], cancel: Cancel, why: Exception) -> AssistantMessage:
         """The one extra request of a turn: the same one without streaming; remembered when it works."""
         what = "an empty reply" if isinstance(why, EmptyStream) else f"\"{str(why)[-160:]}\""
         emit(Notice("fallback", f"{self.shown} answered a streamed request with tools with {what}; "
@@ -158,11 +160,11 @@ class OpenAIClient:
         return reply
 
     def send(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
-             cancel: CancelSignal | None, stream: bool = True) -> AssistantMessage:
+             cancel: Cancel, stream: bool = True) -> AssistantMessage:
         """One request (with its retries before the first byte) and its reply."""
         body = self._encoder.encode(self.model, messages, tools, self.max_tokens, stream, self.sampling)
         line = Hangup(self._stream_seen, self._last_stream)
-        remove = on_cancel(cancel, line.hang_up)
+        remove = cancel.on_cancel(line.hang_up)
         try:
             return self._attempts(body.encode("utf-8"), emit, cancel, line, stream, stream and bool(tools))
         except OutputCut as exc:
@@ -175,14 +177,13 @@ class OpenAIClient:
             raise explained from exc
         finally:
             line.done()
-            if remove is not None:
-                remove()
+            remove()
 
-    def _attempts(self, body: bytes, emit: Callable[[Event], None], cancel: CancelSignal | None,
+    def _attempts(self, body: bytes, emit: Callable[[Event], None], cancel: Cancel,
                   line: Hangup, stream: bool = True, streamed_tools: bool = False) -> AssistantMessage:
         attempt = 0
         while True:
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 raise Cancelled(AssistantMessage(stop_reason="incomplete"))
             try:
                 with self._http.stream("POST", self.url, content=body, extensions={"trace": line.trace},
@@ -214,13 +215,12 @@ class OpenAIClient:
                 emit(Notice("retry", self.clean(f"cannot reach {self.shown}: {_reason(exc)}; "
                                                 f"{self._retrying(attempt, delay)}")))
             except (httpx.HTTPError, httpx.InvalidURL) as exc:  # bad scheme or URL, timeout before any byte
-                if cancel is not None and cancel.is_set():
+                if cancel.is_set():
                     raise Cancelled(AssistantMessage(stop_reason="incomplete")) from exc
                 failed = ModelError if isinstance(exc, httpx.TimeoutException) else ServerUnavailable
                 raise failed(self.clean(f"cannot reach {self.shown}: {_reason(exc)}")) from exc
             attempt += 1
-            wait = getattr(cancel, "wait", None)
-            wait(delay) if callable(wait) else self.sleep(delay)  # a cancel token's wait ends early on set
+            (self.sleep or cancel.wait)(delay)
 
     def _refusal(self, response: httpx.Response) -> ModelError:
         """The error for an HTTP error status: a refused key, a request too long for the window (whose size,
@@ -253,21 +253,21 @@ class OpenAIClient:
         return min(self.backoff * (2**attempt) * (0.5 + random.random() / 2), self.max_backoff)
 
     def _consume(self, response: httpx.Response, emit: Callable[[Event], None],
-                 cancel: CancelSignal | None) -> AssistantMessage:
+                 cancel: Cancel) -> AssistantMessage:
         turn = TurnAssembler()
         try:
             return self._read(response, turn, emit, cancel)
         except LineTooLong as exc:
             raise IncompleteTurn(f"the model stream was abandoned: {exc}", turn.partial()) from exc
         except httpx.HTTPError as exc:
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 raise Cancelled(turn.partial()) from exc
             why = (f"no data from the model for {self.read_timeout:g} s" if isinstance(exc, httpx.ReadTimeout)
                    else _reason(exc))
             raise IncompleteTurn(self.clean(f"the model stream broke off: {why}"), turn.partial()) from exc
 
     def _read(self, response: httpx.Response, turn: TurnAssembler, emit: Callable[[Event], None],
-              cancel: CancelSignal | None) -> AssistantMessage:
+              cancel: Cancel) -> AssistantMessage:
         """The turn from a response's body (another wire form, Ollama's, reads it its own way)."""
         kind = response.headers.get("content-type", "")
         if "json" in kind:
@@ -281,7 +281,7 @@ class OpenAIClient:
         return self._events(response, turn, emit, cancel)
 
     def _events(self, response: httpx.Response, turn: TurnAssembler, emit: Callable[[Event], None],
-                cancel: CancelSignal | None) -> AssistantMessage:
+                cancel: Cancel) -> AssistantMessage:
         """Read the event stream under the idle deadline; the turn, once finished."""
         decoder, idle = SSEDecoder(), Idle(self.read_timeout, self.clock, self.first_token_timeout)
         seen = False
@@ -290,7 +290,7 @@ class OpenAIClient:
                 seen = True
                 if self._take(data, turn, emit):
                     return finished(turn, emit)
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 raise Cancelled(turn.partial())
             if idle.expired(turn.progress):
                 if turn.finish_reason is not None:  # finished, but the server never closed the stream
@@ -300,7 +300,7 @@ class OpenAIClient:
             seen = True
             if self._take(data, turn, emit):
                 return finished(turn, emit)
-        if cancel is not None and cancel.is_set():  # the hang-up ends the byte stream early
+        if cancel.is_set():  # the hang-up ends the byte stream early
             raise Cancelled(turn.partial())
         if not seen:  # not one event: a refusal after the headers (tools it cannot stream, a full context)
             raise EmptyStream("the model stream ended without a finish reason (cut short or empty): "
@@ -326,14 +326,14 @@ class OpenAIClient:
             emit(event)
         return False
 
-    def _json_body(self, response: httpx.Response, turn: TurnAssembler, cancel: CancelSignal | None) -> dict:
+    def _json_body(self, response: httpx.Response, turn: TurnAssembler, cancel: Cancel) -> dict:
         """A whole JSON reply, read under the same size limit as one event."""
         parts, size = [], 0
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > MAX_LINE_BYTES:
                 raise LineTooLong(f"the JSON reply passed {MAX_LINE_BYTES // (1024 * 1024)} MB")
-            if cancel is not None and cancel.is_set():
+            if cancel.is_set():
                 raise Cancelled(turn.partial())
             parts.append(chunk)
         try:

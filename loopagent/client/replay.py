@@ -11,11 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopagent.client import Cancelled, ModelError
 from loopagent.client.assemble import TurnAssembler
 from loopagent.events import Event, TextDelta, ThinkingDelta
 from loopagent.messages import AssistantMessage, Message
+
+if TYPE_CHECKING:
+    from loopagent.cancel import Cancel
+    from loopagent.tools.spec import ToolSpec
 
 SUMMARY = "(summary of the earlier conversation, not recorded in the session)"
 
@@ -38,7 +43,7 @@ class ReplayClient:
         return cls(turns)
 
     def complete(
-        self, messages: Sequence[Message], tools: list[dict], emit: Callable[[Event], None], cancel=None
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], emit: Callable[[Event], None], cancel: Cancel
     ) -> AssistantMessage:
         """The next recorded turn, its chunks fed through the same assembler as a live stream."""
         if self.position >= len(self.turns):
@@ -86,10 +91,10 @@ class SessionTurns:
         turns = [m for m in loaded.history if isinstance(m, AssistantMessage)]
         return cls(turns, [c.summary for c in loaded.compacted], f"session {loaded.id}")
 
-    def complete(self, messages: Sequence[Message], tools: Sequence, emit: Callable[[Event], None],
-                 cancel=None) -> AssistantMessage:
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec], emit: Callable[[Event], None],
+                 cancel: Cancel) -> AssistantMessage:
         """The next recorded assistant message, its thinking and text emitted as a stream would."""
-        if cancel is not None and cancel.is_set():
+        if cancel.is_set():
             raise Cancelled(AssistantMessage(stop_reason="incomplete"))
         if not tools:
             return AssistantMessage(text=self.summaries.pop(0) if self.summaries else SUMMARY)

@@ -78,12 +78,3 @@ class Hangup:
         """The request is over: a callback that fires later must not touch a pooled connection."""
         self.finished, self.stream = True, None
 
-
-def on_cancel(cancel: Any, callback: Callable[[], None]) -> Callable[[], Any] | None:
-    """Register `callback` with a token that offers `on_cancel` (loopagent.cancel.Cancel) or
-    `add_callback`; the remover it returns, if any. None: the token can only be asked."""
-    add = getattr(cancel, "on_cancel", None) or getattr(cancel, "add_callback", None)
-    if not callable(add):
-        return None
-    remove = add(callback)
-    return remove if callable(remove) else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from loopagent.context.estimate import estimate_tokens, messages_tokens
 from loopagent.context.prune import clip_text
@@ -36,10 +36,6 @@ Be specific (paths, function names, commands, error messages) and cover:
 Do not repeat the task or the user's messages: they are kept verbatim. Plain text only."""
 
 
-class CancelToken(Protocol):
-    """What compaction needs of the turn's cancel token (the client gets the token itself)."""
-
-    def is_set(self) -> bool: ...
 
 
 @dataclass(frozen=True)
