@@ -44,7 +44,7 @@ def agent_for(ws: Path, model: ScriptedModel, seen: list, h: list[Message]) -> A
 def test_the_compaction_is_announced_before_the_model_is_asked(tmp_path):
     h, seen, asked_after = history(), [], []
     model = ScriptedModel([], summary=SUMMARY, on_request=lambda messages, tools: asked_after.append(len(seen)))
-    event = agent_for(tmp_path, model, seen, h).compact(h)
+    event = agent_for(tmp_path, model, seen, h).compact(h, Cancel())
     steps = [(e, n) for n, e in enumerate(seen) if isinstance(e, (Notice, TurnStart, Compacted))]
     (notice, _), (start, _), (done, done_at) = steps
     assert isinstance(notice, Notice) and notice.kind == "compact" and "older messages" in notice.text
@@ -80,8 +80,8 @@ def test_a_failing_summary_without_a_cancel_is_the_model_s_failure(tmp_path):
     h, seen = history(), []
     model = ScriptedModel([ModelError("stream closed")])  # the summary request is the first one asked
     with pytest.raises(ModelError, match="stream closed"):
-        agent_for(tmp_path, model, seen, h).compact(h)
+        agent_for(tmp_path, model, seen, h).compact(h, Cancel())
 
     h, model = history(), ScriptedModel([ModelError("stream closed")])
-    end = agent_for(tmp_path, model, seen, h).run(h, "Summarise the files.")
+    end = agent_for(tmp_path, model, seen, h).run(h, "Summarise the files.", Cancel())
     assert (end.status, end.message) == ("model_error", "stream closed") and len(model.requests) == 1

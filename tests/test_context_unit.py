@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.context import (
     SUMMARY_HEADER,
     ContextWindow,
@@ -163,7 +164,7 @@ def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intac
     window = run.context
     window.ctx_size = 2 * (messages_tokens(history) + tools_tokens(run.registry.specs()) - 200)
     window.reserve = 8192
-    end = run.run(history)
+    end = run.run(history, "", Cancel())
     assert end.status == "completed" and history[:-1] == before and history[-1].text == "Fixed."
     assert len(model.requests) == 2 and model.requests[0][1] == []  # a summary request carries no tools
     asked = model.requests[0][0][1].content
@@ -187,8 +188,8 @@ def test_compaction_keeps_system_task_and_user_messages_verbatim_and_pairs_intac
 def test_compact_on_demand_passes_the_focus_and_does_nothing_on_a_short_history(tmp_path):
     model = summarizer()
     run = agent(tmp_path, model, [])
-    assert run.compact([SYSTEM, TASK, *turn(1, "list_files", {}, "a.py")]) is None and model.requests == []
-    event = run.compact(long_history(), focus="the Decimal change")
+    assert run.compact([SYSTEM, TASK, *turn(1, "list_files", {}, "a.py")], Cancel()) is None and model.requests == []
+    event = run.compact(long_history(), Cancel(), focus="the Decimal change")
     assert event is not None and event.focus == "the Decimal change"
     assert "Focus especially on: the Decimal change" in model.requests[0][0][1].content
 
