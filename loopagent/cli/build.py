@@ -221,7 +221,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     from loopagent.cli import discovery
     from loopagent.context import ContextWindow
     from loopagent.loop import Agent
-    from loopagent.policy import Policy
+    from loopagent.policy import policy_for
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
     from loopagent.prompt import system_prompt
@@ -239,8 +239,8 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
                                config.sources["sandbox"])
         # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
         workspace = Workspace(opts.workspace, protected=(host.home,))
-        policy = Policy(settings.approval, config.rules, workspace.root, sandbox=sandbox.state,
-                        sandbox_problem=sandbox.problem or "", resolve=workspace.real_rel)
+        builtin = default_tools()
+        policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for warning in config.warnings:  # project-file values that would loosen permissions
@@ -256,7 +256,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     settings = discovery.apply(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
-    registry = Registry([*default_tools(), *mcp_tools_of(hub, host)])
+    registry = Registry([*builtin, *mcp_tools_of(hub, host)])
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
         tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
