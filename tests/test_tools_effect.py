@@ -94,10 +94,10 @@ def test_mcp_tools_are_external_and_name_a_declared_path():
 
 def test_the_approval_shows_an_exec_tools_call_as_a_command():
     out = io.StringIO()
-    renderer = TerminalRenderer(out, color=False, live=False, width=100)
-    renderer.tools = {"run": ToolSpec("run", "Run a command.", effect="exec")}
+    renderer = TerminalRenderer(out, color=False, live=False, width=100,
+                                tools=[ToolSpec("run", "Run a command.", effect="exec")])
     renderer.show_approval(ToolCall("c1", "run", "{}"), "make", "make\nmake install", "why", "not sandboxed")
-    renderer.show_approval(ToolCall("c2", "shell", "{}"), "ls", "ls", "why", "not sandboxed")  # not known here
+    renderer.show_approval(ToolCall("c2", "shell", "{}"), "ls", "ls", "why", "not sandboxed")  # not among its tools
     lines = out.getvalue().splitlines()
     assert lines[:3] == ["      $ make", "        make install", "      not sandboxed"]
     assert "$ ls" not in out.getvalue() and out.getvalue().count("not sandboxed") == 1
