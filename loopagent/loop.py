@@ -299,7 +299,7 @@ class Agent:
         self.emit(ToolCalled(call, subject))
         if isinstance(prepared, ToolResult):
             return prepared
-        decision = self.policy.decide(call.name, prepared.arguments, prepared.read_only)
+        decision = self.policy.decide(prepared.spec, prepared.arguments, prepared.read_only)
         if decision.verdict == "allow":
             return prepared
         if decision.verdict == "ask":

@@ -136,15 +136,16 @@ def scrub_secrets(settings: Settings, environ: Mapping[str, str]) -> tuple[dict[
     return env, Redactor(known_secrets(environ, api_key, settings.base_url))
 
 
-def output(opts: RunOptions, host: Host) -> tuple[Any, Any]:
-    """(JSON printer, terminal renderer) on the host's stdout: the printer under --json, else the renderer."""
+def output(opts: RunOptions, host: Host, tools: Any = None) -> tuple[Any, Any]:
+    """(JSON printer, terminal renderer) on the host's stdout: the printer under --json, else the renderer
+    of the run's `tools` (their specs)."""
     if opts.json:
         from loopagent.render.jsonl import JsonPrinter
 
         return JsonPrinter(host.out), None
     from loopagent.render.terminal import TerminalRenderer
 
-    return None, TerminalRenderer(host.out, show_thinking=opts.show_thinking, env=host.env)
+    return None, TerminalRenderer(host.out, show_thinking=opts.show_thinking, env=host.env, tools=tools)
 
 
 def hooks_for(settings: Settings, workspace: Path, env: Mapping[str, str]):
@@ -221,7 +222,7 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     from loopagent.cli import discovery
     from loopagent.context import ContextWindow
     from loopagent.loop import Agent
-    from loopagent.policy import Policy
+    from loopagent.policy import policy_for
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
     from loopagent.prompt import system_prompt
@@ -239,8 +240,8 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
                                config.sources["sandbox"])
         # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
         workspace = Workspace(opts.workspace, protected=(host.home,))
-        policy = Policy(settings.approval, config.rules, workspace.root, sandbox=sandbox.state,
-                        sandbox_problem=sandbox.problem or "", resolve=workspace.real_rel)
+        builtin = default_tools()
+        policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin])
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for warning in config.warnings:  # project-file values that would loosen permissions
@@ -251,12 +252,12 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     if not opts.task and not interactive and not opts.resume and not opts.fork:
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
     headless = opts.json or not host.stdin_tty
-    printer, renderer = output(opts, host)
-    approver = None if headless else approver_for(renderer, sandbox, host)
     settings = discovery.apply(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
-    registry = Registry([*default_tools(), *mcp_tools_of(hub, host)])
+    registry = Registry([*builtin, *mcp_tools_of(hub, host)])
+    printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
+    approver = None if headless else approver_for(renderer, sandbox, host)
     agent = Agent(
         model=make_client(settings, opts.replay, host), registry=registry,
         tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -126,7 +125,7 @@ def check(
 
     Exit 0 allow, 3 ask, 4 deny, so scripts can branch on it (2: a bad flag or config).
     """
-    from loopagent.policy import MODES, Policy
+    from loopagent.policy import MODES, policy_for
 
     workspace = root_of(workspace)
     if approval is not None and approval.lower() not in MODES:
@@ -138,8 +137,9 @@ def check(
     cfg = load(workspace, {"approval": approval.lower() if approval else None, "sandbox": sandbox_mode})
     check_known(cfg)
     sandbox = sandbox_of(workspace, cfg)
-    policy = Policy(cfg.settings.approval, cfg.rules, os.path.realpath(workspace),
-                    sandbox=sandbox.state, sandbox_problem=sandbox.problem or "")
+    from loopagent.tools import workspace as files
+
+    policy = policy_for(cfg.settings, cfg.rules, files.Workspace(workspace), sandbox)  # as a run builds it
     decision = policy.check(command)  # never raises: what cannot be read asks
     typer.echo(decision.verdict)
     if decision.reason:

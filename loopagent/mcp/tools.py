@@ -58,14 +58,23 @@ def mcp_tools(hub: Any, taken: Iterable[str] = ()) -> tuple[list[McpTool], list[
                 continue
             try:
                 name = tool_name(server.name, remote.name, names)
-                spec = ToolSpec(name, description_of(remote), dict(remote.inputSchema or {"type": "object"}),
-                                read_only=False)  # a server's own hints are untrusted: the policy asks
+                schema = dict(remote.inputSchema or {"type": "object"})
+                # A server's own hints (readOnlyHint) are untrusted: its tools act outside the workspace, and
+                # the policy asks unless a rule or mode `all` allows them.
+                spec = ToolSpec(name, description_of(remote), schema, read_only=False, effect="external",
+                                path_param=path_param_of(schema))
             except ValueError as exc:
                 warnings.append(f"MCP server {server.name!r}: tool {remote.name!r} left out: {exc}")
                 continue
             names.add(name)
             tools.append(McpTool(spec, hub, server.name, remote.name))
     return tools, warnings
+
+
+def path_param_of(schema: dict[str, Any]) -> str | None:
+    """`path` when the tool declares one: path rules (`mcp__fs__read(src/*)`) match it as a workspace path."""
+    properties = schema.get("properties")
+    return "path" if isinstance(properties, dict) and "path" in properties else None
 
 
 def description_of(remote: Any) -> str:

@@ -11,8 +11,8 @@ paths     path arithmetic on strings
 unparseable  what the parser cannot read, with the reason
 """
 
-from .decision import EDIT_TOOLS, MODES, SANDBOX_STATES, Decision, Verdict
-from .judge import Policy
+from .decision import MODES, SANDBOX_STATES, Decision, Verdict
+from .judge import Policy, policy_for
 from .rules import TOOL_RULE, Rule
 
-__all__ = ["EDIT_TOOLS", "MODES", "SANDBOX_STATES", "TOOL_RULE", "Decision", "Policy", "Rule", "Verdict"]
+__all__ = ["MODES", "SANDBOX_STATES", "TOOL_RULE", "Decision", "Policy", "Rule", "Verdict", "policy_for"]

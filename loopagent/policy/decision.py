@@ -7,7 +7,6 @@ from typing import Literal
 
 Verdict = Literal["allow", "ask", "deny"]
 MODES = ("ask", "edits", "all")
-EDIT_TOOLS = frozenset({"write_file", "edit_file"})
 # Where shell commands run: inside a working sandbox, unsandboxed by choice, or unsandboxed
 # because the sandbox that was wanted does not work here.
 SANDBOX_STATES = ("sandboxed", "off", "unavailable")

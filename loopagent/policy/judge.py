@@ -11,31 +11,42 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from .builtin import RAW_WRITERS, RULE_DEVICE, builtin, fail_closed, protected_write, written
-from .decision import EDIT_TOOLS, MODES, SANDBOX_STATES, Decision
+from .decision import MODES, SANDBOX_STATES, Decision
 from .parse import Command, parse
 from .paths import inside, is_harmless_device, relative, resolve
 from .rules import Rule
 from .unparseable import Unparseable
 from .wrappers import runs_input
 
+if TYPE_CHECKING:
+    from loopagent.config import Settings
+    from loopagent.sandbox.executor import Sandbox
+    from loopagent.tools.spec import Effect, ToolSpec
+    from loopagent.tools.workspace import Workspace
+
 RULE_UNREADABLE = "built-in: unreadable command"
 RULE_DYNAMIC = "built-in: dynamic command"
 RULE_CODE = "built-in: code no rule can check"
 RULE_SANDBOX = "built-in: no sandbox"
 RULE_OUTSIDE = "built-in: writes outside the workspace"
-# Deny rules of read_file also keep grep and list_files away from the file.
-READ_TOOLS = frozenset({"read_file", "grep", "list_files"})
 
 
 class Policy:
-    """Decides each call from the approval mode, the built-in deny rules and the user's rules."""
+    """Decides each call from the approval mode, the built-in deny rules and the user's rules.
+
+    A call is judged by what its tool's spec says it does (`effect`, `path_param`), never by the tool's
+    name; `tools` are the specs it knows by name (default: the built-in tools), for callers that name a
+    tool and for deny rules about one read tool, which keep every read tool away from the path.
+    """
 
     def __init__(self, mode: str = "edits", rules: Iterable[Rule] = (), workspace: str | PurePath | None = None,
                  *, sandbox: str = "off", sandbox_problem: str = "",
-                 resolve: Callable[[str], str | None] | None = None):
+                 resolve: Callable[[str], str | None] | None = None, tools: Iterable[ToolSpec] | None = None):
         if mode not in MODES:
             raise ValueError(f"approval mode must be one of {', '.join(MODES)}, not {mode!r}")
         if sandbox not in SANDBOX_STATES:
@@ -46,32 +57,58 @@ class Policy:
         self.root = posixpath.normpath(str(workspace)) if workspace else "/workspace"
         self.sandbox, self.sandbox_problem = sandbox, sandbox_problem
         self.resolve = resolve
+        self._tools = None if tools is None else tuple(tools)
 
     # -- tools -------------------------------------------------------------------------------
 
-    def decide(self, tool: str, args: dict, read_only: bool) -> Decision:
-        """ALLOW, ASK or DENY for one validated call."""
-        if tool == "shell":
-            return self.check(str(args.get("command") or ""))
-        path = args.get("path")
-        if isinstance(path, str) and path:
+    @cached_property
+    def known(self) -> dict[str, ToolSpec]:
+        """The tools this policy knows by name (built only when asked: a shell check needs none)."""
+        if self._tools is not None:
+            return {spec.name: spec for spec in self._tools}
+        from loopagent.tools import builtin_specs
+
+        return {spec.name: spec for spec in builtin_specs()}
+
+    @cached_property
+    def read_tools(self) -> frozenset[str]:
+        return frozenset(name for name, spec in self.known.items() if spec.effect == "read")
+
+    def decide(self, tool: ToolSpec | str, args: dict, read_only: bool) -> Decision:
+        """ALLOW, ASK or DENY for one validated call of `tool` (its spec, or the name of a tool this policy knows).
+
+        A name it does not know is judged as an external tool without a path argument.
+        """
+        name, effect, path = self.kind(tool, args)
+        if effect == "exec":
+            from loopagent.tools.spec import COMMAND
+
+            return self.check(str(args.get(COMMAND) or ""))
+        if path:
             literal, real = relative(path, self.root), self.real(path)
             subjects = [literal] + ([real] if real is not None else [])
-            deny_tools = READ_TOOLS if tool in READ_TOOLS else {tool}
-        else:
+            deny_tools = self.read_tools | {name} if effect == "read" else {name}
+        else:  # grep and list_files without a path: rules match their pattern
             literal = real = str(args.get("pattern") or "")
-            subjects, deny_tools = [literal], {tool}
+            subjects, deny_tools = [literal], {name}
         for rule in self.rules:
             if rule.verdict == "deny" and any(rule.names(t) for t in deny_tools) and any(map(rule.matches, subjects)):
-                return Decision("deny", f"{tool} {literal} matches a deny rule", rule.describe())
+                return Decision("deny", f"{name} {literal} matches a deny rule", rule.describe())
         if read_only:
             return Decision("allow", rule="read-only tool")
-        for rule in self.tool_rules(tool, "allow"):  # a symlink never widens an allow: both must match
+        for rule in self.tool_rules(name, "allow"):  # a symlink never widens an allow: both must match
             if rule.matches(literal) and real is not None and rule.matches(real):
                 return Decision("allow", rule=rule.describe())
-        if self.mode == "all" or (self.mode == "edits" and tool in EDIT_TOOLS):
+        if self.mode == "all" or (self.mode == "edits" and effect == "edit"):
             return Decision("allow", rule=f"mode {self.mode}")
-        return Decision("ask", f"{tool} needs approval in mode {self.mode}", f"mode {self.mode}")
+        return Decision("ask", f"{name} needs approval in mode {self.mode}", f"mode {self.mode}")
+
+    def kind(self, tool: ToolSpec | str, args: dict) -> tuple[str, Effect, str]:
+        """The call's tool name, what the tool does, and the workspace path the call names ("" for none)."""
+        spec = self.known.get(tool) if isinstance(tool, str) else tool
+        if spec is None:
+            return str(tool), "external", ""
+        return spec.name, spec.effect, spec.path_of(args)
 
     def real(self, path: str) -> str | None:
         """The workspace-relative real path (symlinks resolved), None when it leaves the workspace."""
@@ -84,9 +121,9 @@ class Policy:
         return None if found is None else relative(str(found), self.root)
 
     def may_read(self, rel: str) -> bool:
-        """False when a read_file or grep deny rule matches the workspace-relative path `rel`."""
+        """False when a deny rule about a read tool (read_file, grep, ...) matches the workspace-relative path `rel`."""
         rel = relative(rel, self.root)
-        return not any(r.verdict == "deny" and (r.names("read_file") or r.names("grep")) and r.tool != "*"
+        return not any(r.verdict == "deny" and r.tool != "*" and any(map(r.names, self.read_tools))
                        and r.matches(rel) for r in self.rules)
 
     def explicitly_allows(self, tool: str, rel: str) -> bool:
@@ -209,6 +246,14 @@ class Policy:
     def devices(self) -> bool:
         """Can a command reach the host's disks? Not inside the sandbox: its /dev holds none."""
         return self.sandbox != "sandboxed"
+
+
+def policy_for(settings: Settings, rules: Iterable[Rule], workspace: Workspace, sandbox: Sandbox,
+               tools: Iterable[ToolSpec] | None = None) -> Policy:
+    """The policy of a run in `workspace`, built alike for every caller (a run, `loop policy check`), so the
+    check answers what the run would: the same mode, rules, sandbox state and real paths (symlinks resolved)."""
+    return Policy(settings.approval, rules, workspace.root, sandbox=sandbox.state, sandbox_problem=sandbox.problem or "",
+                  resolve=workspace.real_rel, tools=tools)
 
 
 def reads_piped_code(cmd: Command) -> bool:

@@ -7,12 +7,16 @@ A mixin of `TerminalRenderer`: it writes through the renderer's sink, so every s
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from loopagent.messages import ToolCall
 from loopagent.render.diff import summary
 from loopagent.render.results import looks_like_diff
 from loopagent.render.safe import printable
+
+if TYPE_CHECKING:
+    from loopagent.tools.spec import Effect, ToolSpec
 
 
 class ApprovalView:
@@ -21,6 +25,17 @@ class ApprovalView:
 
     approved_diffs: dict[str, str]
     sink: Any
+    # The tools' specs by name (default: the built-in tools): a call is shown by what its tool does.
+    tools: Mapping[str, ToolSpec] | None = None
+
+    def effect_of(self, name: str) -> Effect:
+        """What the named tool does; one the renderer does not know acts outside the workspace."""
+        if self.tools is None:
+            from loopagent.tools import builtin_specs
+
+            self.tools = {spec.name: spec for spec in builtin_specs()}
+        spec = self.tools.get(name)
+        return spec.effect if spec is not None else "external"
 
     def show_diff(self, diff: str, head: str) -> None:
         """A whole diff (the REPL's /diff), folded only when very long."""
@@ -31,20 +46,21 @@ class ApprovalView:
     def show_approval(self, call: ToolCall, subject: str, preview: str, reason: str, sandbox: str = "") -> None:
         """What a call would do, before `allow? [y/N/a]`: the exact command in full, or the diff of the edit.
 
-        `sandbox` is one line for shell calls saying where the command runs (e.g. "sandbox: workspace
-        writable, no network" or "not sandboxed"); shown under the command.
+        `sandbox` is one line for calls of an exec tool (the shell) saying where the command runs (e.g.
+        "sandbox: workspace writable, no network" or "not sandboxed"); shown under the command.
         """
         self.close()
         preview = preview.rstrip("\n")
+        command = self.effect_of(call.name) == "exec"
         diff = preview if looks_like_diff(preview) else ""
         if diff:
             self.approved_diffs[call.id] = diff
             head = f"      {printable(call.name)} would change {printable(subject)}  {summary(diff)}"
-        elif call.name == "shell":  # every line of the command, as the policy judged it
+        elif command:  # every line of the command, as the policy judged it
             head = "      $ " + printable(preview).replace("\n", "\n        ")
         else:
             head = "" if preview == subject else "      " + printable(preview).replace("\n", "\n      ")
-        where = f"      {printable(sandbox)}" if call.name == "shell" and sandbox else ""
+        where = f"      {printable(sandbox)}" if command and sandbox else ""
         for text, style in ((head, "bold"), (where, "")):
             if text:
                 self.sink.row(((text, style),), clip=False)

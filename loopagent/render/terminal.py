@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping
-from typing import IO
+from collections.abc import Iterable, Mapping
+from typing import IO, TYPE_CHECKING
 
 from loopagent.events import (
     STDERR_KINDS,
@@ -42,6 +42,9 @@ from loopagent.render.safe import printable
 from loopagent.render.sink import PlainSink, RichSink, Sink
 from loopagent.thinking import ThinkSplitter
 
+if TYPE_CHECKING:
+    from loopagent.tools.spec import ToolSpec
+
 CHECK_LINES = 8  # of a failed check's output shown on screen
 
 
@@ -58,12 +61,14 @@ def is_terminal(out: IO[str], env: Mapping[str, str]) -> bool:
 
 class TerminalRenderer(ApprovalView):
     """A listener for agent events. `color` picks the Rich sink (default: on a terminal), `live` its
-    live area; `monochrome` drops colours and other styles (default: when NO_COLOR is set)."""
+    live area; `monochrome` drops colours and other styles (default: when NO_COLOR is set); `tools` are
+    the run's tool specs, which say how a call is shown (default: the built-in tools)."""
 
     def __init__(self, out: IO[str] | None = None, *, color: bool | None = None, live: bool | None = None,
                  show_thinking: bool = False, width: int | None = None, monochrome: bool | None = None,
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None, tools: Iterable[ToolSpec] | None = None):
         env = os.environ if env is None else env
+        self.tools = None if tools is None else {spec.name: spec for spec in tools}
         self.out = out or sys.stdout
         self.color = is_terminal(self.out, env) if color is None else color
         self.show_thinking = show_thinking

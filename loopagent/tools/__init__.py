@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from loopagent.errors import ToolError
 from loopagent.tools.base import SchemaTool, Tool, ToolContext
 from loopagent.tools.registry import Registry
@@ -17,4 +19,10 @@ def default_tools() -> list[Tool]:
     return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), Shell()]
 
 
-__all__ = ["Registry", "Resource", "SchemaTool", "Tool", "ToolContext", "ToolError", "ToolSpec", "default_tools"]
+@cache
+def builtin_specs() -> tuple[ToolSpec, ...]:
+    """The built-in tools as data: what a policy told no other tools knows of them."""
+    return tuple(tool.spec() for tool in default_tools())
+
+
+__all__ = ["Registry", "Resource", "SchemaTool", "Tool", "ToolContext", "ToolError", "ToolSpec", "builtin_specs", "default_tools"]

@@ -13,7 +13,7 @@ from loopagent.cancel import Cancel
 from loopagent.messages import ToolResult
 from loopagent.sandbox.executor import Executor, PlainExecutor
 from loopagent.tools.schema import problems
-from loopagent.tools.spec import Resource, ToolSpec, default_subject
+from loopagent.tools.spec import Effect, Resource, ToolSpec, default_subject
 
 if TYPE_CHECKING:
     from loopagent.tools.workspace import Workspace
@@ -62,7 +62,9 @@ class Tool:
     name: ClassVar[str]
     description: ClassVar[str]
     params: ClassVar[type[BaseModel]]
-    read_only: ClassVar[bool] = False
+    # What it does and which argument is its workspace path (see ToolSpec): the policy reads these, never the name.
+    effect: ClassVar[Effect] = "external"
+    path_param: ClassVar[str | None] = None
 
     def run(self, args: BaseModel, ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
@@ -72,8 +74,14 @@ class Tool:
         made = self.__dict__.get("_spec")
         if made is None:
             made = self.__dict__["_spec"] = ToolSpec(self.name, self.description, parameters_of(self.params),
-                                                     self.read_only, default_subject, self.resource)
+                                                     subject=default_subject, resource=self.resource,
+                                                     effect=self.effect, path_param=self.path_param)
         return made
+
+    @property
+    def read_only(self) -> bool:
+        """For callers that ask the tool rather than the call: a per-call predicate counts as "not read-only"."""
+        return self.spec().read_only is True
 
     def validate(self, raw: dict[str, Any]) -> BaseModel:
         """The call's arguments as this tool runs them; InvalidArguments when they do not fit its schema."""
@@ -105,8 +113,7 @@ class SchemaTool(Tool):
     def __init__(self, spec: ToolSpec, run: Callable[[dict[str, Any], ToolContext], ToolResult]):
         self._spec, self._run = spec, run
         self.name, self.description = spec.name, spec.description  # type: ignore[misc]
-        # For callers that ask the tool rather than the call: a per-call predicate counts as "not read-only".
-        self.read_only = spec.read_only is True  # type: ignore[misc]
+        self.effect, self.path_param = spec.effect, spec.path_param  # type: ignore[misc]
 
     def spec(self) -> ToolSpec:
         return self._spec

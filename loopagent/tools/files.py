@@ -77,7 +77,7 @@ class ReadFile(Tool):
         "page through longer files with offset (lines to skip) and limit."
     )
     params = ReadParams
-    read_only = True
+    effect, path_param = "read", "path"
 
     def run(self, args: ReadParams, ctx: ToolContext) -> ToolResult:
         ws = ctx.workspace
@@ -214,6 +214,7 @@ class WriteFile(Tool):
         "Returns the diff against the old content. For small changes to an existing file prefer edit_file."
     )
     params = WriteParams
+    effect, path_param = "edit", "path"
 
     def plan(self, args: WriteParams, ctx: ToolContext) -> Change:
         ws = ctx.workspace
@@ -262,6 +263,7 @@ class EditFile(Tool):
         "Returns the diff."
     )
     params = EditParams
+    effect, path_param = "edit", "path"
 
     def plan(self, args: EditParams, ctx: ToolContext) -> tuple[Change, str]:
         """The change and what it replaces; ToolError (file untouched) when the edit is not exact."""

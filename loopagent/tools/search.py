@@ -232,7 +232,7 @@ class ListFiles(Tool):
         "excludes and .git. Filter with a glob: `*.py` matches at any depth, `src/*.py` only directly in src."
     )
     params = ListParams
-    read_only = True
+    effect, path_param = "read", "path"
 
     def __init__(self, rg: str | None | bool = True):
         # True: find rg; None: always use the Python walk (tests, benchmarks).
@@ -321,7 +321,7 @@ class Grep(Tool):
         f"files. Returns sorted `path:line:text` lines, at most {GREP_MAX}. Narrow with path and glob."
     )
     params = GrepParams
-    read_only = True
+    effect, path_param = "read", "path"
 
     def __init__(self, rg: str | None | bool = True):
         self.rg = find_rg() if rg is True else rg

@@ -94,6 +94,7 @@ class Shell(Tool):
         "builds and git."
     )
     params = ShellParams
+    effect = "exec"
 
     def run(self, args: ShellParams, ctx: ToolContext) -> ToolResult:
         if ctx.cancel.is_set():
