@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.cancel import Cancel
 from loopagent.client.replay import ReplayClient
 from loopagent.events import ToolStarted
 from loopagent.loop import Agent
@@ -46,7 +47,7 @@ def test_a_new_read_tool_is_batched_and_allowed_like_read_file(tmp_path):
                   tools=ToolContext(Workspace(tmp_path)), policy=policy, approver=None,  # headless: nobody to ask
                   listeners=[lambda e: started.append(e) if isinstance(e, ToolStarted) else None])
     history: list = []
-    end = agent.run(history, "outline")
+    end = agent.run(history, "outline", Cancel())
     results = [m for m in history if isinstance(m, ToolResult)]
     assert end.status == "completed"
     assert [r.content for r in results[:2]] == ["outline of a.py", "outline of b.py"]  # ran together, in call order
