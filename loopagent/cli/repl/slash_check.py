@@ -11,13 +11,11 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from loopagent.cancel import Cancel
-from loopagent.cli.slash import command
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl import Repl
+    from loopagent.cli.repl.repl import Repl
 
 
-@command("/check", "run the completion check now (/check CMD: that command)")
 def run_check(repl: Repl, arg: str, prompt: Any) -> None:
     from loopagent.check import Check
 
