@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from loopagent.cli.repl import slash, slash_check, slash_prompt, slash_tree
+from loopagent.cli.repl import slash, slash_prompt
 
 if TYPE_CHECKING:
     from loopagent.cli.repl.repl import Repl
@@ -48,9 +48,9 @@ COMMANDS: dict[str, Command] = {
     "/redo": Command(slash.redo, "reverse the last undo"),
     "/diff": Command(slash.diff, "the change to the files since the session started"),
     "/rewind": Command(slash.rewind, "go back to an earlier message: conversation, files, or both"),
-    "/check": Command(slash_check.run_check, "run the completion check now (/check CMD: that command)"),
-    "/fork": Command(slash_tree.fork, "continue in a new session branched from this one (this one is kept)"),
-    "/export": Command(slash_tree.export, "write this session as a transcript: /export [FILE] (.md or .html)"),
+    "/check": Command(slash.run_check, "run the completion check now (/check CMD: that command)"),
+    "/fork": Command(slash.fork, "continue in a new session branched from this one (this one is kept)"),
+    "/export": Command(slash.export, "write this session as a transcript: /export [FILE] (.md or .html)"),
     "/edit": Command(slash_prompt.edit, "write the next message in $VISUAL or $EDITOR (also Ctrl+X Ctrl+E)"),
     "/init": Command(slash_prompt.init, "draft an AGENTS.md for this repository, shown as a diff before it is written"),
 }

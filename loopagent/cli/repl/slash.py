@@ -1,13 +1,18 @@
-"""The REPL's slash commands about the conversation, the model and the files (the table: commands.py)."""
+"""The REPL's slash commands about the conversation, the model, the session and the files (the table: commands.py);
+/init and /edit, about what the person sends, are in slash_prompt.py."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from loopagent.cancel import Cancel
 from loopagent.cli.repl.recap import NOTE
 from loopagent.cli.repl.restore import files_note, restore_in_repl, tell_model, undone_note
 from loopagent.counts import counted
 from loopagent.messages import AssistantMessage, Usage, UserMessage
+from loopagent.render.safe import printable
 
 if TYPE_CHECKING:
     from loopagent.cli.repl.repl import Repl
@@ -221,3 +226,50 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
             fork(repl.history)
         repl.renderer.say(f"conversation rewound: {counted(dropped, 'message')} dropped")
     repl.prefill = typed(msg.content)  # what was typed: the notes and attachments came from loop
+
+
+def run_check(repl: Repl, arg: str, prompt: Any) -> None:
+    """/check [CMD]: the completion check now, outside any turn, exactly as after an answer (check.py: the
+    run's sandbox, env and redactor); without CMD the configured one. Ctrl+C stops it; the outcome is shown
+    and written to the session, and the model is not asked anything."""
+    from loopagent.check import Check
+
+    cmd = arg or repl.settings.check
+    if not cmd:
+        repl.renderer.say("no check configured: start loop with --check CMD, or type /check CMD", "yellow")
+        return
+    check = Check(cmd, repl.agent.tools, repl.settings.check_timeout)
+    with repl.trap.turn() if repl.trap else nullcontext(Cancel()) as cancel:
+        ran = check(cancel, 1)
+    repl.agent.emit(ran)  # the renderer shows it, the session file records it
+
+
+def fork(repl: Repl, arg: str, prompt: Any) -> None:
+    start, current = offered(repl, repl.services.fork_session), repl.services.session_path
+    if start is None or current is None:
+        return
+    before = current().stem
+    start(repl.history)  # a new file with the same messages, its header naming `before` and the last message
+    after = current().stem
+    repl.renderer.say(f"forked: now in {after}; {before} is kept (`loop agent --resume {before}` continues it)")
+
+
+def export(repl: Repl, arg: str, prompt: Any) -> None:
+    from loopagent.config import loop_home
+    from loopagent.errors import SessionError
+    from loopagent.export import export as render
+    from loopagent.export import format_for, write_whole
+
+    if (current := offered(repl, repl.services.session_path)) is None:
+        return
+    path: Path = current()
+    # Without a name, beside the sessions rather than in the repository: a transcript is not the project's.
+    target = Path(arg).expanduser() if arg else loop_home() / "exports" / f"{path.stem}.md"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(target, render(path, format_for(None, target)))
+    except (OSError, SessionError) as exc:
+        why = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        repl.renderer.say(f"cannot write {printable(str(target))}: {printable(why)}", "red")
+        return
+    repl.renderer.say(f"wrote {printable(str(target))}")
