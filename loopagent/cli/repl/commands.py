@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from loopagent.cli.repl import slash, slash_prompt
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl.repl import Repl
+    from loopagent.cli.repl.state import ReplState
     from loopagent.cli.repl.templates import Template
 
-Handler = Callable[["Repl", str, Any], "int | None"]
+Handler = Callable[["ReplState", str, Any], "int | None"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Command:
     help: str
 
 
-def show_help(repl: Repl, arg: str, prompt: Any) -> None:
+def show_help(repl: ReplState, arg: str, prompt: Any) -> None:
     for name, cmd in COMMANDS.items():
         repl.renderer.say(f"  {name:<13} {cmd.help}")
     for name, found in templates_of(repl).items():  # the person's prompt templates
@@ -56,7 +56,7 @@ COMMANDS: dict[str, Command] = {
 }
 
 
-def dispatch(repl: Repl, line: str, prompt: Any) -> int | None:
+def dispatch(repl: ReplState, line: str, prompt: Any) -> int | None:
     """Run one slash command line; an exit code ends the REPL. Errors are one line, never a traceback."""
     name, _, arg = line.strip().partition(" ")
     cmd = COMMANDS.get(name)
@@ -70,7 +70,7 @@ def dispatch(repl: Repl, line: str, prompt: Any) -> int | None:
         return None
 
 
-def templates_of(repl: Repl) -> dict[str, Template]:
+def templates_of(repl: ReplState) -> dict[str, Template]:
     """The person's prompt templates, by command name (loaded afresh: a file added meanwhile counts);
     a built-in command keeps its name."""
     from loopagent.cli.repl.templates import templates
@@ -80,7 +80,7 @@ def templates_of(repl: Repl) -> dict[str, Template]:
     return templates(loop_home(), workspace, set(COMMANDS))
 
 
-def template_text(repl: Repl, line: str) -> str | None:
+def template_text(repl: ReplState, line: str) -> str | None:
     """The message a `/NAME args` line of a template stands for; None when NAME is no template."""
     from loopagent.cli.repl.templates import expand
 

@@ -21,27 +21,26 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import ThreadedCompleter
-from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 from loopagent.cancel import Cancel
-from loopagent.cli.interrupts import Stopped, Trap
+from loopagent.cli.interrupts import Stopped
 from loopagent.cli.repl import commands
 from loopagent.cli.repl.complete import ReplCompleter, add_tab, server_models
-from loopagent.cli.repl.services import Services
 from loopagent.cli.repl.slash import tokens_label
+from loopagent.cli.repl.state import ReplState
 from loopagent.cli.repl.typeahead import EXIT, PausingApprover, TypeAhead
-from loopagent.config import Settings, loop_home
+from loopagent.config import loop_home
 from loopagent.events import AssistantDone, Event, RunEnd
-from loopagent.loop import Agent
-from loopagent.messages import Message, UserMessage
+from loopagent.messages import UserMessage
 
 if TYPE_CHECKING:
-    from loopagent.render.terminal import TerminalRenderer
+    pass
 
 
 ALONE = ("/", "!")  # a queued line starting so is a command of its own, never joined to a message
@@ -84,20 +83,10 @@ def key_bindings(interrupt: Callable[[], bool] | None = None) -> KeyBindings:
 
 
 @dataclass
-class Repl:
-    agent: Agent
-    history: list[Message]
-    settings: Settings
-    renderer: TerminalRenderer
-    # Set by /rewind: the text put back into the next prompt.
-    prefill: str = ""
-    context_used: int = 0
-    # Per-step token records (TurnTokens events), each task's led by its AgentStart (/tokens separates them).
-    turns: list[Any] = field(default_factory=list)
-    services: Services = field(default_factory=Services)  # the session file and checkpoints, where the run has them
-    trap: Trap | None = None  # turns stopping signals into the turn's cancel token (None: signals as Python has them)
+class Repl(ReplState):
+    """The prompt loop over the state the commands share (state.py)."""
+
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
-    context_notes: list[str] = field(default_factory=list)  # `!cmd` outputs, sent with the next message
     armed: float | None = None  # when a Ctrl+C at the prompt said how to leave (a second within WINDOW leaves)
 
     def __post_init__(self) -> None:
@@ -308,12 +297,3 @@ class Repl:
             self.renderer.say(note, "dim" if note.startswith("attached") else "yellow")
         notes, self.context_notes = self.context_notes, []
         return "\n\n".join([*notes, with_attachments(text, attached)])
-
-    def ask(self, prompt: PromptSession[str], question: str) -> str:
-        """A one-line answer inside a slash command, kept out of the prompt's history; Ctrl+C or Ctrl+D
-        answer with nothing."""
-        asking: PromptSession[str] = PromptSession(history=InMemoryHistory())
-        try:
-            return asking.prompt(question, default="").strip()
-        except (KeyboardInterrupt, EOFError):
-            return ""

@@ -15,12 +15,12 @@ from loopagent.cli.restore import NOT_DONE, QUESTION, YOURS, apply, asks, done_l
 from loopagent.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl.repl import Repl
+    from loopagent.cli.repl.state import ReplState
 
 SHOWN_CALLS = 5  # calls named in one note; more are counted
 
 
-def restore_in_repl(repl: Repl, prompt: Any, timeline: Any, kind: str, index: int = 0) -> Any:
+def restore_in_repl(repl: ReplState, prompt: Any, timeline: Any, kind: str, index: int = 0) -> Any:
     """/undo, /redo, /rewind's files: show what will change, ask when the person's own changes would go
     (as /init asks, at the REPL's prompt), then restore. The restored checkpoint, None if there was nothing
     to restore or it failed (said), False if the person said no."""
@@ -55,13 +55,13 @@ def restore_in_repl(repl: Repl, prompt: Any, timeline: Any, kind: str, index: in
     return c
 
 
-def tell_model(repl: Repl, text: str) -> None:
+def tell_model(repl: ReplState, text: str) -> None:
     """Add the note to the history (sent next, saved in the session) and show it."""
     repl.agent.add(repl.history, UserMessage(NOTE + text))
     repl.renderer.say(f"note for the model: {text}", "dim")
 
 
-def numbered_calls(repl: Repl, since: int) -> list[tuple[int, ToolCall]]:
+def numbered_calls(repl: ReplState, since: int) -> list[tuple[int, ToolCall]]:
     """The file-changing calls whose results sit at history index `since` or later, with their numbers
     (calls counted from the start of the conversation, as the screen numbers them)."""
     number, numbers, calls = 0, {}, {}
@@ -91,7 +91,7 @@ def described(call: ToolCall) -> str:
     return clip(f"{call.name} {subject}".strip(), 60)
 
 
-def files_note(repl: Repl, since: int, point: str) -> str:
+def files_note(repl: ReplState, since: int, point: str) -> str:
     """The note for files put back to how they were before the history's message `since`."""
     calls = numbered_calls(repl, since)
     if not calls:
@@ -104,7 +104,7 @@ def files_note(repl: Repl, since: int, point: str) -> str:
             f"{described(calls[0][1])}. Results of those calls no longer describe the files.")
 
 
-def undone_note(repl: Repl, target: Any) -> str:
+def undone_note(repl: ReplState, target: Any) -> str:
     """The note after /undo restored checkpoint `target` (taken before some call)."""
     from loopagent.cli.repl.recap import session_of
 

@@ -15,7 +15,7 @@ from loopagent.messages import AssistantMessage, Usage, UserMessage
 from loopagent.render.safe import printable
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl.repl import Repl
+    from loopagent.cli.repl.state import ReplState
 
 T = TypeVar("T")
 
@@ -29,14 +29,14 @@ def tokens_label(n: int) -> str:
     return f"{n / 1000:.1f}k"
 
 
-def offered(repl: Repl, part: T | None) -> T | None:
+def offered(repl: ReplState, part: T | None) -> T | None:
     """A part of the session file's services (`repl.services`), or None after saying there is none."""
     if part is None:
         repl.renderer.say("sessions are not available in this build", "yellow")
     return part
 
 
-def history_replaced(repl: Repl) -> None:
+def history_replaced(repl: ReplState) -> None:
     """After /clear or /rewind the toolbar's estimate starts over; the context window's edits are keyed
     by message identity, so those of messages that left the history are gone with them."""
     from loopagent.context import messages_tokens
@@ -44,7 +44,7 @@ def history_replaced(repl: Repl) -> None:
     repl.context_used = messages_tokens(repl.history)
 
 
-def checkpoint_store(repl: Repl) -> Any:
+def checkpoint_store(repl: ReplState) -> Any:
     """The checkpoint store, or None after telling the user that checkpoints are off."""
     store = repl.services.checkpoints
     if store is None:
@@ -52,11 +52,11 @@ def checkpoint_store(repl: Repl) -> Any:
     return store
 
 
-def leave(repl: Repl, arg: str, prompt: Any) -> int:
+def leave(repl: ReplState, arg: str, prompt: Any) -> int:
     return 0
 
 
-def model(repl: Repl, arg: str, prompt: Any) -> None:
+def model(repl: ReplState, arg: str, prompt: Any) -> None:
     if not arg:
         repl.renderer.say(f"model: {repl.settings.model}")
         return
@@ -67,7 +67,7 @@ def model(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say(f"model: {arg}")
 
 
-def approval(repl: Repl, arg: str, prompt: Any) -> None:
+def approval(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.policy import MODES
 
     policy = repl.agent.policy
@@ -81,7 +81,7 @@ def approval(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say(f"approval: {arg}")
 
 
-def tokens(repl: Repl, arg: str, prompt: Any) -> None:
+def tokens(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.render.lines import clipped
 
     steps = [t for t in repl.turns if type(t).__name__ == "TurnTokens"]
@@ -116,7 +116,7 @@ def tokens(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.say(f"  cost: {shown_cost(usd)} at the configured price of {repl.settings.model}")
 
 
-def compact(repl: Repl, arg: str, prompt: Any) -> None:
+def compact(repl: ReplState, arg: str, prompt: Any) -> None:
     from contextlib import nullcontext
 
     from loopagent.cancel import Cancel
@@ -135,7 +135,7 @@ def compact(repl: Repl, arg: str, prompt: Any) -> None:
     # Else the renderer has shown the Compacted event already ("context compacted: A -> B tokens").
 
 
-def clear(repl: Repl, arg: str, prompt: Any) -> None:
+def clear(repl: ReplState, arg: str, prompt: Any) -> None:
     del repl.history[1:]  # the system prompt stays
     repl.turns.clear()
     repl.context_notes.clear()  # a `!cmd` run for the old conversation is no context for the new one
@@ -145,14 +145,14 @@ def clear(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say("new conversation")
 
 
-def sessions(repl: Repl, arg: str, prompt: Any) -> None:
+def sessions(repl: ReplState, arg: str, prompt: Any) -> None:
     if (listing := offered(repl, repl.services.sessions)) is None:
         return
     for line in listing(repl.renderer.width):  # one screen row each (the task cut with an ellipsis)
         repl.renderer.say(line)
 
 
-def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
+def checkpoints(repl: ReplState, arg: str, prompt: Any) -> None:
     store = checkpoint_store(repl)
     if store is None:
         return
@@ -160,7 +160,7 @@ def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.say(line)
 
 
-def undo(repl: Repl, arg: str, prompt: Any) -> None:
+def undo(repl: ReplState, arg: str, prompt: Any) -> None:
     if (store := checkpoint_store(repl)) is None:
         return
     restored = restore_in_repl(repl, prompt, store.timeline, "undo")  # asks if the person's changes would go
@@ -168,7 +168,7 @@ def undo(repl: Repl, arg: str, prompt: Any) -> None:
         tell_model(repl, undone_note(repl, restored))
 
 
-def redo(repl: Repl, arg: str, prompt: Any) -> None:
+def redo(repl: ReplState, arg: str, prompt: Any) -> None:
     if (store := checkpoint_store(repl)) is None:
         return
     if restore_in_repl(repl, prompt, store.timeline, "redo"):
@@ -176,7 +176,7 @@ def redo(repl: Repl, arg: str, prompt: Any) -> None:
                          "with the changes of the calls it had undone.")
 
 
-def diff(repl: Repl, arg: str, prompt: Any) -> None:
+def diff(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.render import diff as diffs
 
     store = checkpoint_store(repl)
@@ -189,7 +189,7 @@ def diff(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.show_diff(text, diffs.summary(text))
 
 
-def rewind(repl: Repl, arg: str, prompt: Any) -> None:
+def rewind(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.session.typed import typed
 
     asked = [(i, m) for i, m in enumerate(repl.history) if isinstance(m, UserMessage) and not m.content.startswith(NOTE)]
@@ -228,7 +228,7 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
     repl.prefill = typed(msg.content)  # what was typed: the notes and attachments came from loop
 
 
-def run_check(repl: Repl, arg: str, prompt: Any) -> None:
+def run_check(repl: ReplState, arg: str, prompt: Any) -> None:
     """/check [CMD]: the completion check now, outside any turn, exactly as after an answer (check.py: the
     run's sandbox, env and redactor); without CMD the configured one. Ctrl+C stops it; the outcome is shown
     and written to the session, and the model is not asked anything."""
@@ -244,7 +244,7 @@ def run_check(repl: Repl, arg: str, prompt: Any) -> None:
     repl.agent.emit(ran)  # the renderer shows it, the session file records it
 
 
-def fork(repl: Repl, arg: str, prompt: Any) -> None:
+def fork(repl: ReplState, arg: str, prompt: Any) -> None:
     start, current = offered(repl, repl.services.fork_session), repl.services.session_path
     if start is None or current is None:
         return
@@ -254,7 +254,7 @@ def fork(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say(f"forked: now in {after}; {before} is kept (`loop agent --resume {before}` continues it)")
 
 
-def export(repl: Repl, arg: str, prompt: Any) -> None:
+def export(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.config import loop_home
     from loopagent.errors import SessionError
     from loopagent.export import export as render

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from loopagent.messages import AssistantMessage, SystemMessage, ToolCall, UserMessage
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl.repl import Repl
+    from loopagent.cli.repl.state import ReplState
 
 INIT_TASK = (
     "Write an AGENTS.md for this repository: the file a coding agent reads first. Explore it with the "
@@ -30,7 +30,7 @@ FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n```\s*$", re.S)
 YES = ("y", "yes")
 
 
-def edit(repl: Repl, arg: str, prompt: Any) -> None:
+def edit(repl: ReplState, arg: str, prompt: Any) -> None:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         repl.renderer.say("set $VISUAL or $EDITOR to the editor to use", "yellow")
@@ -49,7 +49,7 @@ def edit(repl: Repl, arg: str, prompt: Any) -> None:
         repl.prefill = path.read_text(encoding="utf-8", errors="replace").removesuffix("\n")
 
 
-def init(repl: Repl, arg: str, prompt: Any) -> None:
+def init(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.render import diff as diffs
     from loopagent.tools.diffs import unified_diff
 
@@ -80,7 +80,7 @@ def init(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say("wrote AGENTS.md")
 
 
-def draft(repl: Repl) -> str | None:
+def draft(repl: ReplState) -> str | None:
     """The model's AGENTS.md: a run of its own with only the read-only tools, kept out of the conversation;
     None when that run did not complete."""
     from contextlib import nullcontext
