@@ -63,15 +63,10 @@ def test_help_lists_the_table_and_a_template_cannot_take_a_commands_name(tmp_pat
     assert dispatch(repl, "/exit", None) == 0
 
 
-def runtime_imports(path: Path, modules: set[str]) -> set[str]:
-    """The modules of `modules` that `path` imports when it runs (anywhere, lazily too; not under TYPE_CHECKING)."""
-    tree = ast.parse(path.read_text())
-    typing_only = {id(x) for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
-                   for b in n.body for x in ast.walk(b)}
+def imports(path: Path, modules: set[str]) -> set[str]:
+    """The modules of `modules` that `path` imports anywhere: at the top, lazily, or for type checking alone."""
     found = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only:
-            continue
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -83,7 +78,7 @@ def test_no_module_of_the_repl_takes_part_in_an_import_circle():
     root = Path(loopagent.cli.__file__).parent
     files = {"loopagent.cli." + ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): p
              for p in root.rglob("*.py")}
-    graph = {m: runtime_imports(p, set(files)) - {m} for m, p in files.items()}
+    graph = {m: imports(p, set(files)) - {m} for m, p in files.items()}
 
     def reaches(start: str, goal: str) -> bool:
         seen, todo = set(), [start]
