@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prompt_toolkit.document import Document
 
-from loopagent.cli.complete import ReplCompleter
+from loopagent.cli.repl.complete import ReplCompleter
 from tests.fakeserver import text, tools, user_texts
 
 

@@ -149,12 +149,13 @@ def test_resume_shows_the_session_its_task_and_last_exchanges(term, server, run_
 
 # ---- /sessions and /tokens fit the screen (in-process: the real REPL and renderer, a replayed model) -------
 
-def in_process_repl(tmp_path, monkeypatch, turns: list, width: int, services: dict | None = None):
+def in_process_repl(tmp_path, monkeypatch, turns: list, width: int, services=None):
     import io
     import os
     import sys
 
-    from loopagent.cli.repl import Repl
+    from loopagent.cli.repl.repl import Repl
+    from loopagent.cli.repl.services import Services
     from loopagent.client.replay import ReplayClient
     from loopagent.config import Settings
     from loopagent.loop import Agent
@@ -168,12 +169,12 @@ def in_process_repl(tmp_path, monkeypatch, turns: list, width: int, services: di
     agent = Agent(model=ReplayClient(turns), registry=Registry(default_tools()), tools=ToolContext(Workspace(tmp_path)))
     out = io.StringIO()
     repl = Repl(agent, [SystemMessage("sys")], Settings(ctx_size=16384), TerminalRenderer(out, color=False, width=width),
-                services=services or {})
+                services=services or Services())
     return repl, out
 
 
 def test_tokens_names_each_task_above_its_steps(tmp_path, monkeypatch):
-    from loopagent.cli.slash import COMMANDS
+    from loopagent.cli.repl.commands import COMMANDS
     from tests.fakeserver import text_events, tool_events
 
     (tmp_path / "a.txt").write_text("hello\n")
@@ -196,7 +197,8 @@ def test_tokens_names_each_task_above_its_steps(tmp_path, monkeypatch):
 
 def test_sessions_rows_fit_the_screen_with_the_task_cut_by_an_ellipsis(tmp_path, monkeypatch):
     from loopagent.cli.record import describe_sessions
-    from loopagent.cli.slash import COMMANDS
+    from loopagent.cli.repl.commands import COMMANDS
+    from loopagent.cli.repl.services import Services
     from loopagent.session.catalog import Summary
 
     found = [Summary("20260101T101500Z-fix-the-failing-test-in-the-path-rules", tmp_path / "a.jsonl",
@@ -204,7 +206,7 @@ def test_sessions_rows_fit_the_screen_with_the_task_cut_by_an_ellipsis(tmp_path,
              Summary("20260101T111500Z-short", tmp_path / "b.jsonl", "2026-01-01T11:15:00Z", 1, "aborted", "short")]
     for width, dated in ((100, False), (140, True)):
         repl, out = in_process_repl(tmp_path, monkeypatch, [], width,
-                                    {"sessions": lambda width=None: describe_sessions(found, width)})
+                                    Services(sessions=lambda width=None: describe_sessions(found, width)))
         COMMANDS["/sessions"].run(repl, "", None)
         shown = out.getvalue().splitlines()
         assert len(shown) == 2 and all(len(line) <= width for line in shown), shown
@@ -215,7 +217,7 @@ def test_sessions_rows_fit_the_screen_with_the_task_cut_by_an_ellipsis(tmp_path,
 
 
 def test_the_resume_recap_fits_a_narrow_screen():
-    from loopagent.cli.recap import recap
+    from loopagent.cli.repl.recap import recap
     from loopagent.messages import AssistantMessage, UserMessage
 
     long = "explain how the path rules pick files on Windows runners and why backslashes matter " * 3

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from loopagent.cli.recap import resume_command
-from loopagent.cli.repl import HINT
+from loopagent.cli.repl.recap import resume_command
+from loopagent.cli.repl.repl import HINT
 from tests.fakeserver import Reply, text, text_events
 
 RESUME = re.compile(r"session (\S+) saved; resume with: loop agent (-C \S+ )?--resume (\S+)")

@@ -4,7 +4,7 @@ megabytes of it had held the REPL for tens of seconds, the unsplit line re-copie
 
 from __future__ import annotations
 
-from loopagent.cli.bang import LINE_PIECE, Shown
+from loopagent.cli.repl.bang import LINE_PIECE, Shown
 
 
 def test_a_line_without_end_is_shown_in_bounded_pieces():

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from prompt_toolkit.document import Document
 
-from loopagent.cli.complete import ReplCompleter
-from loopagent.cli.templates import Template, front_matter
+from loopagent.cli.repl.complete import ReplCompleter
+from loopagent.cli.repl.templates import Template, front_matter
 from tests.fakeserver import text, user_texts
 from tests.pty import TOOLBAR
 

@@ -5,8 +5,8 @@ once, not the old blocks plus a fresh one."""
 
 from __future__ import annotations
 
-from loopagent.cli.bang import context_note
-from loopagent.cli.recap import recap
+from loopagent.cli.repl.bang import context_note
+from loopagent.cli.repl.recap import recap
 from loopagent.messages import AssistantMessage, UserMessage
 from loopagent.session.typed import typed
 from tests.fakeserver import text, user_texts

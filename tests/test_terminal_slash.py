@@ -6,8 +6,8 @@ import io
 import os
 import sys
 
-from loopagent.cli.repl import Repl
-from loopagent.cli.slash import COMMANDS
+from loopagent.cli.repl.commands import COMMANDS
+from loopagent.cli.repl.repl import Repl
 from loopagent.client.replay import ReplayClient
 from loopagent.config import Settings
 from loopagent.loop import Agent

@@ -221,7 +221,7 @@ def test_config_git_would_refuse_is_in_doubt(tmp_path: Path, text: str):
 
 def test_bang_commands_trip_it_too(ws: Path):
     """`!cmd` runs through the shell tool's execute(): the user is warned, the model's note says it."""
-    from loopagent.cli.bang import run_command
+    from loopagent.cli.repl.bang import run_command
     from loopagent.tools.base import ToolContext
     from loopagent.tools.workspace import Workspace
 

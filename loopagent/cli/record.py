@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from loopagent.cli.repl.services import Services
 from loopagent.config import Settings, loop_home
 from loopagent.events import Compacted, Listener, MessageAdded, Notice, SessionStarted
 from loopagent.loop import Agent
@@ -80,17 +81,15 @@ class Recording:
         if self.writer.health():
             raise SessionWriteError(self.writer.health())
 
-    def services(self) -> dict[str, Any]:
+    def services(self) -> Services:
         """What the interactive REPL's slash commands use."""
-        out: dict[str, Any] = {
-            "sessions": lambda width=None: describe_sessions(listing(self.home or loop_home(), self.workspace), width),
-            "fork_session": lambda repl: self.fork(repl.history),
-            "session_path": lambda: self.path,
-            "leave_session": self.writer.leave,
-        }
-        if self.checkpoints is not None:
-            out["checkpoints"] = CheckpointCommands(self)
-        return out
+        return Services(
+            sessions=lambda width=None: describe_sessions(listing(self.home or loop_home(), self.workspace), width),
+            fork_session=self.fork,
+            session_path=lambda: self.path,
+            leave_session=self.writer.leave,
+            checkpoints=CheckpointCommands(self) if self.checkpoints is not None else None,
+        )
 
 
 def ctx_source(label: str) -> str:

@@ -109,7 +109,7 @@ def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:
 
     with Trap() as trap:
         if renderer is not None:
-            from loopagent.cli.repl import Repl
+            from loopagent.cli.repl.repl import Repl
 
             return Repl(agent, rec.history, settings, renderer, services=rec.services(), trap=trap).run()
         try:

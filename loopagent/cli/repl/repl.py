@@ -5,10 +5,10 @@ on stderr (the run's `error`), exit 1, the files and the session up to that poin
 Ctrl+C during a turn sets the turn's cancel token (cli/interrupts.py): the stream closes, the
 running tools stop, every open call is answered "cancelled by the user" and the prompt returns.
 SIGTERM or SIGHUP does the same and then ends the REPL (143 / 129). While a turn runs, what the
-person types is read without echo and queued (cli/typeahead.py): when the turn ends, a queued slash
+person types is read without echo and queued (cli/repl/typeahead.py): when the turn ends, a queued slash
 command runs and queued text is sent as the next task, each echoed; Ctrl+D typed meanwhile leaves.
-`@path` attaches a file (cli/mentions.py), `!cmd` runs a command as the person (cli/bang.py), `/NAME`
-sends a prompt template (cli/templates.py), Ctrl+X Ctrl+E or /edit opens $VISUAL/$EDITOR on the input.
+`@path` attaches a file (cli/repl/mentions.py), `!cmd` runs a command as the person (cli/repl/bang.py), `/NAME`
+sends a prompt template (cli/repl/templates.py), Ctrl+X Ctrl+E or /edit opens $VISUAL/$EDITOR on the input.
 Leaving takes a deliberate key: Ctrl+D on an empty line, /exit, or a second Ctrl+C within `WINDOW`
 seconds (the first says so); a Ctrl+C that cancels a turn, or lands as one ends, never leaves. The
 last line names the saved session and the command that continues it.
@@ -21,25 +21,26 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import ThreadedCompleter
-from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 from loopagent.cancel import Cancel
-from loopagent.cli import slash, slash_prompt
-from loopagent.cli.complete import ReplCompleter, add_tab, server_models
-from loopagent.cli.interrupts import Stopped, Trap
-from loopagent.cli.typeahead import EXIT, PausingApprover, TypeAhead
-from loopagent.config import Settings, loop_home
+from loopagent.cli.interrupts import Stopped
+from loopagent.cli.repl import commands
+from loopagent.cli.repl.complete import ReplCompleter, add_tab, server_models
+from loopagent.cli.repl.slash import tokens_label
+from loopagent.cli.repl.state import ReplState
+from loopagent.cli.repl.typeahead import EXIT, PausingApprover, TypeAhead
+from loopagent.config import loop_home
 from loopagent.events import AssistantDone, Event, RunEnd
-from loopagent.loop import Agent
-from loopagent.messages import Message, UserMessage
+from loopagent.messages import UserMessage
 
 if TYPE_CHECKING:
-    from loopagent.render.terminal import TerminalRenderer
+    pass
 
 
 ALONE = ("/", "!")  # a queued line starting so is a command of its own, never joined to a message
@@ -81,30 +82,11 @@ def key_bindings(interrupt: Callable[[], bool] | None = None) -> KeyBindings:
     return kb
 
 
-def tokens_label(n: int) -> str:
-    """12345 -> 12.3k; a power-of-two window such as 16384 -> 16k."""
-    if n < 1000:
-        return str(n)
-    if n % 1024 == 0:
-        return f"{n // 1024}k"
-    return f"{n / 1000:.1f}k"
-
-
 @dataclass
-class Repl:
-    agent: Agent
-    history: list[Message]
-    settings: Settings
-    renderer: TerminalRenderer
-    # Set by /rewind: the text put back into the next prompt.
-    prefill: str = ""
-    context_used: int = 0
-    # Per-step token records (TurnTokens events), each task's led by its AgentStart (/tokens separates them).
-    turns: list[Any] = field(default_factory=list)
-    services: dict[str, Any] = field(default_factory=dict)  # session and checkpoint objects, when present
-    trap: Trap | None = None  # turns stopping signals into the turn's cancel token (None: signals as Python has them)
+class Repl(ReplState):
+    """The prompt loop over the state the commands share (state.py)."""
+
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
-    context_notes: list[str] = field(default_factory=list)  # `!cmd` outputs, sent with the next message
     armed: float | None = None  # when a Ctrl+C at the prompt said how to leave (a second within WINDOW leaves)
 
     def __post_init__(self) -> None:
@@ -128,8 +110,7 @@ class Repl:
             self.context_used = event.tokens_after
 
     def toolbar(self) -> str:
-        mode = getattr(self.agent.policy, "mode", self.settings.approval)
-        return (f" {self.settings.model} · approval {mode} · "
+        return (f" {self.settings.model} · approval {self.agent.policy.mode} · "
                 f"context {tokens_label(self.context_used)}/{tokens_label(self.settings.ctx_size)} ")
 
     def completer(self) -> ReplCompleter:
@@ -137,9 +118,9 @@ class Repl:
         from loopagent.policy import MODES
 
         workspace = getattr(getattr(self.agent.tools, "workspace", None), "root", None)
-        commands = {name: cmd.help for name, cmd in slash.COMMANDS.items()}
-        commands.update({name: t.help for name, t in slash_prompt.templates_of(self).items()})
-        return ReplCompleter(commands, workspace, {
+        names = {name: cmd.help for name, cmd in commands.COMMANDS.items()}
+        names.update({name: t.help for name, t in commands.templates_of(self).items()})
+        return ReplCompleter(names, workspace, {
             "/approval": lambda: list(MODES),
             "/model": lambda: [self.settings.model, *server_models(self.settings.base_url, self.api_key())],
         })
@@ -195,14 +176,14 @@ class Repl:
         except Stopped as exc:  # SIGTERM or SIGHUP at the prompt
             code = 128 + exc.signum
         finally:
-            if leave := self.services.get("leave_session"):
+            if leave := self.services.leave_session:
                 leave()  # a session in which nothing was said is not kept
         self.farewell()
         return code
 
     def farewell(self) -> None:
         """The saved session's id and the command that continues it (nothing when no session was kept)."""
-        from loopagent.cli.recap import resume_command, session_of
+        from loopagent.cli.repl.recap import resume_command, session_of
 
         session_id, path = session_of(self)
         if not session_id or path is None or not path.exists() or self.agent.health():
@@ -215,7 +196,7 @@ class Repl:
         """A resumed session says which it is, its task, when it was last active and its last exchanges."""
         if not any(isinstance(m, UserMessage) for m in self.history):
             return
-        from loopagent.cli.recap import WIDTH, recap, session_of
+        from loopagent.cli.repl.recap import WIDTH, recap, session_of
 
         session_id, path = session_of(self)
         for line in recap(self.history, session_id or "?", path, width=min(self.renderer.width, WIDTH)):
@@ -243,16 +224,16 @@ class Repl:
 
     def handle(self, text: str, prompt: PromptSession[str]) -> int | None:
         """One line: a template, a slash command, a `!` command or a message; an exit code ends the REPL."""
-        template = slash_prompt.template_text(self, text) if text.startswith("/") else None
+        template = commands.template_text(self, text) if text.startswith("/") else None
         if template is not None:  # a template's text is a message, whatever it begins with (never a command)
             text = template.strip()
             if not text:
                 return None
             self.renderer.say(f"sending: {text.splitlines()[0][:100]}", "dim")
         elif text.startswith("/"):
-            return slash.dispatch(self, text, prompt)
+            return commands.dispatch(self, text, prompt)
         elif text.startswith("!"):
-            from loopagent.cli.bang import bang
+            from loopagent.cli.repl.bang import bang
 
             bang(self, text[1:])
             return None
@@ -309,19 +290,10 @@ class Repl:
 
     def message(self, text: str) -> str:
         """What the model gets for `text`: the outputs of `!` commands run since, `text`, its `@` attachments."""
-        from loopagent.cli.mentions import attach, with_attachments
+        from loopagent.cli.repl.mentions import attach, with_attachments
 
         attached = attach(self.agent, text)
         for note in attached.notes:
             self.renderer.say(note, "dim" if note.startswith("attached") else "yellow")
         notes, self.context_notes = self.context_notes, []
         return "\n\n".join([*notes, with_attachments(text, attached)])
-
-    def ask(self, prompt: PromptSession[str], question: str) -> str:
-        """A one-line answer inside a slash command, kept out of the prompt's history; Ctrl+C or Ctrl+D
-        answer with nothing."""
-        asking: PromptSession[str] = PromptSession(history=InMemoryHistory())
-        try:
-            return asking.prompt(question, default="").strip()
-        except (KeyboardInterrupt, EOFError):
-            return ""

@@ -1,67 +1,42 @@
-"""Slash commands of the REPL. Each is a function (repl, argument, prompt) -> exit code or None."""
+"""The REPL's slash commands about the conversation, the model, the session and the files (the table: commands.py);
+/init and /edit, about what the person sends, are in slash_prompt.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from loopagent.cli.recap import NOTE
-from loopagent.cli.restore import files_note, restore_in_repl, tell_model, undone_note
+from loopagent.cancel import Cancel
+from loopagent.cli.repl.recap import NOTE
+from loopagent.cli.repl.restore import files_note, restore_in_repl, tell_model, undone_note
 from loopagent.counts import counted
 from loopagent.messages import AssistantMessage, Usage, UserMessage
+from loopagent.render.safe import printable
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl import Repl
+    from loopagent.cli.repl.state import ReplState
 
-Handler = Callable[["Repl", str, Any], "int | None"]
-
-
-@dataclass(frozen=True)
-class Command:
-    run: Handler
-    help: str
+T = TypeVar("T")
 
 
-COMMANDS: dict[str, Command] = {}
+def tokens_label(n: int) -> str:
+    """12345 -> 12.3k; a power-of-two window such as 16384 -> 16k."""
+    if n < 1000:
+        return str(n)
+    if n % 1024 == 0:
+        return f"{n // 1024}k"
+    return f"{n / 1000:.1f}k"
 
 
-def command(name: str, help: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        COMMANDS[name] = Command(fn, help)
-        return fn
-
-    return register
-
-
-def dispatch(repl: Repl, line: str, prompt: Any) -> int | None:
-    """Run one slash command line; an exit code ends the REPL. Errors are one line, never a traceback."""
-    name, _, arg = line.strip().partition(" ")
-    cmd = COMMANDS.get(name)
-    if cmd is None:
-        repl.renderer.say(f"unknown command {name}; commands: {' '.join(COMMANDS)}", "red")
-        return None
-    try:
-        return cmd.run(repl, arg.strip(), prompt)
-    except Exception as exc:  # a failing command must not end the session
-        repl.renderer.say(f"error: {name} failed: {exc}", "red")
-        return None
-
-
-def service(repl: Repl, name: str) -> Any:
-    """A part that another module provides (checkpoints, sessions, context), or None when it is off."""
-    return repl.services.get(name) or getattr(repl.agent, name, None)
-
-
-def session_service(repl: Repl, name: str) -> Any:
-    """A service of the session file (`sessions`, `fork_session`, `session_path`), or None after saying so."""
-    found = repl.services.get(name)
-    if found is None:
+def offered(repl: ReplState, part: T | None) -> T | None:
+    """A part of the session file's services (`repl.services`), or None after saying there is none."""
+    if part is None:
         repl.renderer.say("sessions are not available in this build", "yellow")
-    return found
+    return part
 
 
-def history_replaced(repl: Repl) -> None:
+def history_replaced(repl: ReplState) -> None:
     """After /clear or /rewind the toolbar's estimate starts over; the context window's edits are keyed
     by message identity, so those of messages that left the history are gone with them."""
     from loopagent.context import messages_tokens
@@ -69,31 +44,19 @@ def history_replaced(repl: Repl) -> None:
     repl.context_used = messages_tokens(repl.history)
 
 
-def checkpoint_store(repl: Repl) -> Any:
+def checkpoint_store(repl: ReplState) -> Any:
     """The checkpoint store, or None after telling the user that checkpoints are off."""
-    store = service(repl, "checkpoints")
+    store = repl.services.checkpoints
     if store is None:
         repl.renderer.say("checkpoints are off", "yellow")
     return store
 
 
-@command("/help", "list the commands")
-def show_help(repl: Repl, arg: str, prompt: Any) -> None:
-    for name, cmd in COMMANDS.items():
-        repl.renderer.say(f"  {name:<13} {cmd.help}")
-    from loopagent.cli.slash_prompt import show_templates
-
-    show_templates(repl)  # the person's prompt templates (cli/templates.py)
-    repl.renderer.say("  Esc+Enter or a trailing \\ adds a line; Ctrl+C cancels a turn; Ctrl+D exits.", "dim")
-
-
-@command("/exit", "leave (exit code 0)")
-def leave(repl: Repl, arg: str, prompt: Any) -> int:
+def leave(repl: ReplState, arg: str, prompt: Any) -> int:
     return 0
 
 
-@command("/model", "show or switch the model: /model NAME")
-def model(repl: Repl, arg: str, prompt: Any) -> None:
+def model(repl: ReplState, arg: str, prompt: Any) -> None:
     if not arg:
         repl.renderer.say(f"model: {repl.settings.model}")
         return
@@ -104,8 +67,7 @@ def model(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say(f"model: {arg}")
 
 
-@command("/approval", "show or switch the approval mode: /approval ask|edits|all")
-def approval(repl: Repl, arg: str, prompt: Any) -> None:
+def approval(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.policy import MODES
 
     policy = repl.agent.policy
@@ -115,14 +77,11 @@ def approval(repl: Repl, arg: str, prompt: Any) -> None:
     if arg not in MODES:
         repl.renderer.say(f"error: approval mode must be one of {', '.join(MODES)}", "red")
         return
-    policy.mode = arg
-    repl.settings = repl.settings.model_copy(update={"approval": arg})
+    policy.mode = arg  # the one place the mode lives: the toolbar and every later call read it
     repl.renderer.say(f"approval: {arg}")
 
 
-@command("/tokens", "tokens per step (model request) and the share of tool results")
-def tokens(repl: Repl, arg: str, prompt: Any) -> None:
-    from loopagent.cli.repl import tokens_label
+def tokens(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.render.lines import clipped
 
     steps = [t for t in repl.turns if type(t).__name__ == "TurnTokens"]
@@ -157,16 +116,12 @@ def tokens(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.say(f"  cost: {shown_cost(usd)} at the configured price of {repl.settings.model}")
 
 
-@command("/compact", "summarise older turns now: /compact [focus]")
-def compact(repl: Repl, arg: str, prompt: Any) -> None:
+def compact(repl: ReplState, arg: str, prompt: Any) -> None:
     from contextlib import nullcontext
 
     from loopagent.cancel import Cancel
     from loopagent.context import Stop
 
-    if service(repl, "context") is None:
-        repl.renderer.say("compaction is not available in this build", "yellow")
-        return
     try:  # a turn of its own: a spinner, and Ctrl+C stops it like any turn
         with repl.trap.turn() if repl.trap else nullcontext(Cancel()) as cancel:
             event = repl.agent.compact(repl.history, focus=arg, cancel=cancel)
@@ -180,28 +135,24 @@ def compact(repl: Repl, arg: str, prompt: Any) -> None:
     # Else the renderer has shown the Compacted event already ("context compacted: A -> B tokens").
 
 
-@command("/clear", "start a new conversation (a new session)")
-def clear(repl: Repl, arg: str, prompt: Any) -> None:
+def clear(repl: ReplState, arg: str, prompt: Any) -> None:
     del repl.history[1:]  # the system prompt stays
     repl.turns.clear()
     repl.context_notes.clear()  # a `!cmd` run for the old conversation is no context for the new one
     history_replaced(repl)
-    fork = repl.services.get("fork_session")
-    if fork is not None:
-        fork(repl)
+    if (fork := repl.services.fork_session) is not None:
+        fork(repl.history)
     repl.renderer.say("new conversation")
 
 
-@command("/sessions", "list this workspace's sessions")
-def sessions(repl: Repl, arg: str, prompt: Any) -> None:
-    if (listing := session_service(repl, "sessions")) is None:
+def sessions(repl: ReplState, arg: str, prompt: Any) -> None:
+    if (listing := offered(repl, repl.services.sessions)) is None:
         return
     for line in listing(repl.renderer.width):  # one screen row each (the task cut with an ellipsis)
         repl.renderer.say(line)
 
 
-@command("/checkpoints", "list checkpoints, newest first")
-def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
+def checkpoints(repl: ReplState, arg: str, prompt: Any) -> None:
     store = checkpoint_store(repl)
     if store is None:
         return
@@ -209,8 +160,7 @@ def checkpoints(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.say(line)
 
 
-@command("/undo", "restore the files to the latest checkpoint")
-def undo(repl: Repl, arg: str, prompt: Any) -> None:
+def undo(repl: ReplState, arg: str, prompt: Any) -> None:
     if (store := checkpoint_store(repl)) is None:
         return
     restored = restore_in_repl(repl, prompt, store.timeline, "undo")  # asks if the person's changes would go
@@ -218,8 +168,7 @@ def undo(repl: Repl, arg: str, prompt: Any) -> None:
         tell_model(repl, undone_note(repl, restored))
 
 
-@command("/redo", "reverse the last undo")
-def redo(repl: Repl, arg: str, prompt: Any) -> None:
+def redo(repl: ReplState, arg: str, prompt: Any) -> None:
     if (store := checkpoint_store(repl)) is None:
         return
     if restore_in_repl(repl, prompt, store.timeline, "redo"):
@@ -227,8 +176,7 @@ def redo(repl: Repl, arg: str, prompt: Any) -> None:
                          "with the changes of the calls it had undone.")
 
 
-@command("/diff", "the change to the files since the session started")
-def diff(repl: Repl, arg: str, prompt: Any) -> None:
+def diff(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.render import diff as diffs
 
     store = checkpoint_store(repl)
@@ -241,8 +189,7 @@ def diff(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.show_diff(text, diffs.summary(text))
 
 
-@command("/rewind", "go back to an earlier message: conversation, files, or both")
-def rewind(repl: Repl, arg: str, prompt: Any) -> None:
+def rewind(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.session.typed import typed
 
     asked = [(i, m) for i, m in enumerate(repl.history) if isinstance(m, UserMessage) and not m.content.startswith(NOTE)]
@@ -258,7 +205,7 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
         repl.renderer.say("rewind cancelled")
         return
     index, msg = asked[int(choice) - 1]
-    store = service(repl, "checkpoints")
+    store = repl.services.checkpoints
     what = "c"
     if store is not None:
         what = repl.ask(prompt, "restore [c]onversation, [f]iles or [b]oth? ").lower()[:1]
@@ -275,13 +222,54 @@ def rewind(repl: Repl, arg: str, prompt: Any) -> None:
         dropped = len(repl.history) - index
         del repl.history[index:]
         history_replaced(repl)
-        fork = repl.services.get("fork_session")
-        if fork is not None:
-            fork(repl)
+        if (fork := repl.services.fork_session) is not None:
+            fork(repl.history)
         repl.renderer.say(f"conversation rewound: {counted(dropped, 'message')} dropped")
     repl.prefill = typed(msg.content)  # what was typed: the notes and attachments came from loop
 
 
-from loopagent.cli import slash_check  # noqa: E402,F401,I001 - registers /check (a module of its own)
-from loopagent.cli import slash_tree  # noqa: E402,F401 - registers /fork and /export
+def run_check(repl: ReplState, arg: str, prompt: Any) -> None:
+    """/check [CMD]: the completion check now, outside any turn, exactly as after an answer (check.py: the
+    run's sandbox, env and redactor); without CMD the configured one. Ctrl+C stops it; the outcome is shown
+    and written to the session, and the model is not asked anything."""
+    from loopagent.check import Check
 
+    cmd = arg or repl.settings.check
+    if not cmd:
+        repl.renderer.say("no check configured: start loop with --check CMD, or type /check CMD", "yellow")
+        return
+    check = Check(cmd, repl.agent.tools, repl.settings.check_timeout)
+    with repl.trap.turn() if repl.trap else nullcontext(Cancel()) as cancel:
+        ran = check(cancel, 1)
+    repl.agent.emit(ran)  # the renderer shows it, the session file records it
+
+
+def fork(repl: ReplState, arg: str, prompt: Any) -> None:
+    start, current = offered(repl, repl.services.fork_session), repl.services.session_path
+    if start is None or current is None:
+        return
+    before = current().stem
+    start(repl.history)  # a new file with the same messages, its header naming `before` and the last message
+    after = current().stem
+    repl.renderer.say(f"forked: now in {after}; {before} is kept (`loop agent --resume {before}` continues it)")
+
+
+def export(repl: ReplState, arg: str, prompt: Any) -> None:
+    from loopagent.config import loop_home
+    from loopagent.errors import SessionError
+    from loopagent.export import export as render
+    from loopagent.export import format_for, write_whole
+
+    if (current := offered(repl, repl.services.session_path)) is None:
+        return
+    path: Path = current()
+    # Without a name, beside the sessions rather than in the repository: a transcript is not the project's.
+    target = Path(arg).expanduser() if arg else loop_home() / "exports" / f"{path.stem}.md"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(target, render(path, format_for(None, target)))
+    except (OSError, SessionError) as exc:
+        why = exc.strerror.lower() if isinstance(exc, OSError) and exc.strerror else str(exc)
+        repl.renderer.say(f"cannot write {printable(str(target))}: {printable(why)}", "red")
+        return
+    repl.renderer.say(f"wrote {printable(str(target))}")

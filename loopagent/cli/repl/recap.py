@@ -75,14 +75,9 @@ def recap(history: list[Message], session_id: str, path: Path | None, now: float
 def session_of(repl: Any) -> tuple[str, Path | None]:
     """The id and file of the session the REPL writes (("", None) when there is none).
 
-    Asked from the `session` service when the run provides one, else from the session writer
-    among the agent's listeners (it carries `id` and `path`).
+    Asked from the session writer among the agent's listeners (it carries `id` and `path`).
     """
-    found = repl.services.get("session")
-    if callable(found):
-        found = found()
-    if found is None:
-        found = next((x for x in repl.agent.listeners if type(x).__name__ == "SessionWriter"), None)
+    found = next((x for x in repl.agent.listeners if type(x).__name__ == "SessionWriter"), None)
     path = getattr(found, "path", None)
     return str(getattr(found, "id", "") or ""), Path(path) if path else None
 

@@ -1,5 +1,5 @@
-"""Slash commands about what the person sends: /init (an AGENTS.md drafted by the model), /edit (an
-external editor), and the listing of the person's prompt templates for /help."""
+"""Slash commands about what the person sends: /init (an AGENTS.md drafted by the model) and /edit (an
+external editor)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopagent.cli.slash import COMMANDS, command
 from loopagent.messages import AssistantMessage, SystemMessage, ToolCall, UserMessage
 
 if TYPE_CHECKING:
-    from loopagent.cli.repl import Repl
+    from loopagent.cli.repl.state import ReplState
 
 INIT_TASK = (
     "Write an AGENTS.md for this repository: the file a coding agent reads first. Explore it with the "
@@ -31,38 +30,7 @@ FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n```\s*$", re.S)
 YES = ("y", "yes")
 
 
-def templates_of(repl: Repl) -> dict[str, Any]:
-    """The person's prompt templates, by command name (loaded afresh: a file added meanwhile counts)."""
-    from loopagent.cli.templates import templates
-    from loopagent.config import loop_home
-
-    workspace = getattr(repl.agent.tools.workspace, "root", None)
-    return templates(loop_home(), workspace, set(COMMANDS))
-
-
-def template_text(repl: Repl, line: str) -> str | None:
-    """The message a `/NAME args` line of a template stands for; None when NAME is no template."""
-    from loopagent.cli.templates import expand
-
-    name, _, arguments = line.strip().partition(" ")
-    found = templates_of(repl).get(name)
-    if found is None:
-        return None
-    try:
-        return expand(found.text(), arguments.strip())
-    except OSError as exc:
-        repl.renderer.say(f"error: cannot read {found.path}: {exc.strerror}", "red")
-        return ""
-
-
-def show_templates(repl: Repl) -> None:
-    """The templates' lines of /help."""
-    for name, found in templates_of(repl).items():
-        repl.renderer.say(f"  {name:<13} {found.help}")
-
-
-@command("/edit", "write the next message in $VISUAL or $EDITOR (also Ctrl+X Ctrl+E)")
-def edit(repl: Repl, arg: str, prompt: Any) -> None:
+def edit(repl: ReplState, arg: str, prompt: Any) -> None:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
     if not editor:
         repl.renderer.say("set $VISUAL or $EDITOR to the editor to use", "yellow")
@@ -81,8 +49,7 @@ def edit(repl: Repl, arg: str, prompt: Any) -> None:
         repl.prefill = path.read_text(encoding="utf-8", errors="replace").removesuffix("\n")
 
 
-@command("/init", "draft an AGENTS.md for this repository, shown as a diff before it is written")
-def init(repl: Repl, arg: str, prompt: Any) -> None:
+def init(repl: ReplState, arg: str, prompt: Any) -> None:
     from loopagent.render import diff as diffs
     from loopagent.tools.diffs import unified_diff
 
@@ -113,7 +80,7 @@ def init(repl: Repl, arg: str, prompt: Any) -> None:
     repl.renderer.say("wrote AGENTS.md")
 
 
-def draft(repl: Repl) -> str | None:
+def draft(repl: ReplState) -> str | None:
     """The model's AGENTS.md: a run of its own with only the read-only tools, kept out of the conversation;
     None when that run did not complete."""
     from contextlib import nullcontext
