@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from loopagent.cancel import Cancel
-from loopagent.cli.build import Host, build_agent, configure
-from loopagent.cli.record import attach
+from loopagent.cli.build import Host, configure, prepare
+from loopagent.cli.record import open_recording
 from loopagent.cli.run import RunOptions, open_session
 from loopagent.messages import ToolResult
 from tests.fakeserver import text_events, tool_events
@@ -68,15 +68,16 @@ def run_both(tmp: Path, with_sessions: bool) -> dict:
     def run(name: str) -> None:
         try:
             opts, host = options(hosts[name], name), hosts[name]
-            built = build_agent(configure(opts, host), opts, host)
+            built = prepare(configure(opts, host), opts, host)
             if with_sessions:
                 rec = open_session(built, opts, host)
-                history, task = rec.history, rec.task
+                agent, history, task = built.agent, rec.history, rec.task
             else:
                 from loopagent.messages import SystemMessage, UserMessage
 
+                agent = built.assemble()
                 history, task = [SystemMessage(built.system), UserMessage(opts.task)], opts.task
-            ends[name] = (built.agent.run(history, task, Cancel()), history)
+            ends[name] = (agent.run(history, task, Cancel()), history)
         except BaseException as exc:  # handed to the test thread
             errors.append(exc)
 
@@ -115,8 +116,8 @@ def test_two_agents_in_one_process_see_only_their_own_workspace_environment_and_
     assert dict(os.environ) == before
 
 
-@pytest.mark.xfail("home" not in inspect.signature(attach).parameters, strict=True,
-                   reason="change request (issue 11): cli/record.attach must take the run's `home`")
+@pytest.mark.xfail("home" not in inspect.signature(open_recording).parameters, strict=True,
+                   reason="change request (issue 11): cli/record.open_recording must take the run's `home`")
 def test_each_agent_writes_its_session_under_its_own_home(tmp_path, loop_home):
     run_both(tmp_path, with_sessions=True)
     for name, other in (("a", "b"), ("b", "a")):
