@@ -272,13 +272,6 @@ def check_for(settings: Settings, tools, none):
     return Check(settings.check, tools, settings.check_timeout)
 
 
-def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
-    """`prepare` and `Built.assemble` for a run that records no session (a replay, an embedder)."""
-    built = prepare(config, opts, host, listeners)
-    built.assemble()
-    return built
-
-
 def prepare(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
     """What an agent for `opts` from `config` is made of, taking from the process only what `host` holds.
 

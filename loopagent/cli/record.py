@@ -1,8 +1,9 @@
 """What a run leaves on disk: its session file and its checkpoints, opened before the agent is built.
 
 The session writer is a listener (it records the feed); its failure reaches the loop through the
-agent's `Steering.health`, and checkpoints are its `before_change` step (cli/build.py `Built.assemble`). Everything this module has to
-say (the session started, a repair, a session recorded elsewhere) is an event, never a print.
+agent's `Steering.health`, and checkpoints are its `before_change` step (cli/build.py `Built.assemble`).
+Everything this module has to say (the session started, a repair, a session recorded elsewhere) is an
+event, said through the agent once it is built (`announce`), never a print.
 """
 
 from __future__ import annotations
