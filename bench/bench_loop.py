@@ -57,7 +57,7 @@ def per_turn_cpu(model, ws: Path, turns: int) -> list[float]:
     stamps: list[float] = []
     agent = Agent(
         model=model, registry=Registry(default_tools()), tools=ToolContext(Workspace(ws)),
-        listeners=[lambda e: stamps.append(time.process_time()) if isinstance(e, TurnStart) else None],
+        listeners=(lambda e: stamps.append(time.process_time()) if isinstance(e, TurnStart) else None,),
         limits=Limits(max_steps=turns),
     )
     agent.run([SystemMessage("bench"), UserMessage("read small.py forever")], "", Cancel())

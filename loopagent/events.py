@@ -3,7 +3,7 @@
 The terminal renderer, the JSON printer, the session writer, the stderr notes and tests all
 read this one stream: what a person or a script sees and what is written to disk all come from
 it. Listeners observe; they never steer the loop (a listener that fails records its failure and
-the loop asks for it between steps, see `Agent.health`).
+the loop asks for it between steps, see `Steering.health` in loop.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """THE loop: request -> assemble -> validate -> policy -> run tools -> append results -> repeat.
 
 It knows nothing about HTTP, terminals or disk: a model client, a tool registry,
-a policy, an approver and listeners are passed in. Listeners only observe; what
-steers comes in explicitly: the cancel token, the approver, `steer`, `health` (the
-session can no longer be written) and `before_change` (a checkpoint). Never raises
+a policy, its `Steering` and listeners are passed in. Listeners only observe; what
+steers comes in explicitly: the cancel token and the `Steering` (the approver, `steer`,
+`health`: the session can no longer be written, `before_change`: a checkpoint). Never raises
 for anything a model does; every call gets exactly one result before the next request.
 """
 
@@ -66,16 +66,13 @@ class Limits:
         return None if self.max_tokens_total is None else self.max_tokens_total - usage.total
 
 
-@dataclass
-class Agent:
-    model: ModelClient
-    registry: Registry
-    tools: ToolContext
-    policy: Policy = field(default_factory=Policy)
+@dataclass(frozen=True)
+class Steering:
+    """What steers a run besides the cancel token: each part is provided by the object that owns it (the
+    session writer's health, the checkpoint recorder's step, the REPL's approver). The defaults steer
+    nothing: no one to ask (headless), always healthy, no checkpoints, no price, no completion check."""
+
     approver: Approver | None = None  # None: headless, ASK becomes DENY
-    listeners: list[Listener] = field(default_factory=list)
-    limits: Limits = field(default_factory=Limits)
-    context: ContextWindow = field(default_factory=ContextWindow)  # what each request sends
     # Messages a person typed during the turn (steering), delivered at the next turn boundary.
     steer: Callable[[], list[str]] = lambda: []
     # '' while the rim can record the run (the session file); else why the run must stop (status error).
@@ -84,11 +81,25 @@ class Agent:
     before_change: Callable[[ToolCall, str], None] = lambda call, subject: None
     # What the usage so far cost in USD, when the model's price is known (loopagent/prices.py).
     price: Callable[[Usage], float | None] = lambda usage: None
-    # The user's hooks (loopagent/hooks.py): around each call the policy let through, and at the end.
-    hooks: Hooks = field(default_factory=Hooks)
     # The completion check (loopagent/check.py) after a final answer: (token, attempt) -> its outcome;
     # None: no check configured, the model's final answer ends the run.
     check: Callable[[Cancel, int], CheckRan | None] = lambda cancel, attempt: None
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Built once with everything it needs (loopagent/cli/build.py); a variant is a `dataclasses.replace`."""
+
+    model: ModelClient
+    registry: Registry
+    tools: ToolContext
+    policy: Policy = field(default_factory=Policy)
+    steering: Steering = field(default_factory=Steering)
+    listeners: tuple[Listener, ...] = ()  # each hears every event, in this order
+    limits: Limits = field(default_factory=Limits)
+    context: ContextWindow = field(default_factory=ContextWindow)  # what each request sends
+    # The user's hooks (loopagent/hooks.py): around each call the policy let through, and at the end.
+    hooks: Hooks = field(default_factory=Hooks)
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -166,7 +177,7 @@ class Agent:
             return cancel.status, cancel  # type: ignore[return-value]
         if not ended and run.deadline.passed():
             return "time_limit", run.deadline.reason()
-        if failure := self.health():
+        if failure := self.steering.health():
             return "error", failure
         if ended and run.needed_approval:
             return "approval_required", HEADLESS_DENIAL
@@ -236,7 +247,7 @@ class Agent:
         at most `check_retries` times. False when there is no check, it passed, or the retries are spent."""
         from loopagent.check import feedback
 
-        if (ran := self.check(cancel, run.check.attempt + 1 if run.check else 1)) is None:
+        if (ran := self.steering.check(cancel, run.check.attempt + 1 if run.check else 1)) is None:
             return False
         run.check = ran
         self.emit(ran)
@@ -253,7 +264,7 @@ class Agent:
             self.emit(ToolFinished(call, result))
             self.add(history, result)
         if not tools.cancel.is_set():  # a cancelled turn delivers nothing more, not even steering
-            for text in self.steer():
+            for text in self.steering.steer():
                 self.add(history, UserMessage(text))
 
     def end(self, run: Tally, status: Status, why: str | Cancel = "") -> RunEnd:
@@ -261,9 +272,9 @@ class Agent:
         run.deadline.stop()
         if isinstance(why, Cancel):
             result = RunEnd(status, run.steps, run.usage, why.reason or CANCELLED, why.signal,
-                            cost=self.price(run.usage), check=run.check)
+                            cost=self.steering.price(run.usage), check=run.check)
         else:
-            result = RunEnd(status, run.steps, run.usage, why, cost=self.price(run.usage), check=run.check)
+            result = RunEnd(status, run.steps, run.usage, why, cost=self.steering.price(run.usage), check=run.check)
         self.emit(result)
         return result
 
@@ -273,7 +284,8 @@ class Agent:
         batch: list[Prepared] = []
         for call in reply.tool_calls:
             cancelled = tools.cancel.is_set()
-            stopped = tools.cancel.said() if cancelled else self.health() and f"not run: {self.health()}"
+            health = self.steering.health
+            stopped = tools.cancel.said() if cancelled else health() and f"not run: {health()}"
             admitted = self.skipped(call, stopped, cancelled) if stopped else self.hooked(self.admit(call, tools), tools)
             if isinstance(admitted, Prepared) and admitted.read_only:
                 batch.append(admitted)
@@ -303,10 +315,10 @@ class Agent:
         if decision.verdict == "allow":
             return prepared
         if decision.verdict == "ask":
-            if self.approver is None:
+            if self.steering.approver is None:
                 return ToolResult.error(f"{HEADLESS_DENIAL} ({decision.reason})", Details("denied")).answering(call)
             preview = prepared.preview(tools)
-            approved = self.approver.approve(call, subject, preview, decision, cancel=tools.cancel)
+            approved = self.steering.approver.approve(call, subject, preview, decision, cancel=tools.cancel)
             if tools.cancel.is_set():  # Ctrl+C at the question: this call and the rest of the turn
                 return ToolResult.error(CANCELLED, Details("cancelled")).answering(call)
             if approved:
@@ -329,7 +341,7 @@ class Agent:
             return
         for p in batch:
             if not p.read_only:  # the explicit step before a change: a checkpoint
-                self.before_change(p.call, p.subject)
+                self.steering.before_change(p.call, p.subject)
             self.emit(ToolStarted(p.call, p.read_only))
         if len(batch) == 1:
             results = [self.registry.run(batch[0], tools)]

@@ -9,15 +9,17 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import httpx
 import pytest
 
 from loopagent.cancel import Cancel
-from loopagent.cli.build import Host, build_agent, configure
-from loopagent.cli.record import attach
+from loopagent.cli.build import Host, configure, prepare
+from loopagent.cli.record import open_recording
 from loopagent.cli.run import RunOptions, open_session
+from loopagent.events import SessionStarted
 from loopagent.messages import ToolResult
 from tests.fakeserver import text_events, tool_events
 
@@ -68,15 +70,16 @@ def run_both(tmp: Path, with_sessions: bool) -> dict:
     def run(name: str) -> None:
         try:
             opts, host = options(hosts[name], name), hosts[name]
-            built = build_agent(configure(opts, host), opts, host)
+            built = prepare(configure(opts, host), opts, host)
             if with_sessions:
                 rec = open_session(built, opts, host)
-                history, task = rec.history, rec.task
+                agent, history, task = built.agent, rec.history, rec.task
             else:
                 from loopagent.messages import SystemMessage, UserMessage
 
+                agent = built.assemble()
                 history, task = [SystemMessage(built.system), UserMessage(opts.task)], opts.task
-            ends[name] = (built.agent.run(history, task, Cancel()), history)
+            ends[name] = (agent.run(history, task, Cancel()), history)
         except BaseException as exc:  # handed to the test thread
             errors.append(exc)
 
@@ -115,8 +118,8 @@ def test_two_agents_in_one_process_see_only_their_own_workspace_environment_and_
     assert dict(os.environ) == before
 
 
-@pytest.mark.xfail("home" not in inspect.signature(attach).parameters, strict=True,
-                   reason="change request (issue 11): cli/record.attach must take the run's `home`")
+@pytest.mark.xfail("home" not in inspect.signature(open_recording).parameters, strict=True,
+                   reason="change request (issue 11): cli/record.open_recording must take the run's `home`")
 def test_each_agent_writes_its_session_under_its_own_home(tmp_path, loop_home):
     run_both(tmp_path, with_sessions=True)
     for name, other in (("a", "b"), ("b", "a")):
@@ -124,6 +127,32 @@ def test_each_agent_writes_its_session_under_its_own_home(tmp_path, loop_home):
         assert len(own) == 1 and f"task of {name}" in own[0].read_text()
         assert f"task of {other}" not in own[0].read_text()
     assert not loop_home.exists() or not any(loop_home.rglob("*.jsonl"))  # nothing in the process's home
+
+
+def test_the_agent_is_built_once_frozen_after_its_session_opened_the_writer_first_the_checkpoints_last(tmp_path):
+    host = host_for(tmp_path, "a", Model("a", threading.Barrier(1)))
+    seen: list = []
+    opts = RunOptions(task="task of a", workspace=host.cwd, json=True, flags={"sandbox": "off"})
+    built = prepare(configure(opts, host), opts, host, [seen.append])
+    assert built.agent is None  # nothing is built before the session is open
+    rec = open_session(built, opts, host)
+    agent = built.agent
+    try:
+        assert agent.listeners == (rec.writer, built.hooks.observe, seen.append, built.printer,
+                                   agent.listeners[4], rec.checkpoints)
+        assert type(agent.listeners[4]).__name__ == "StderrNotes"
+        assert agent.steering.health == rec.writer.health
+        assert agent.steering.before_change == rec.checkpoints.before_change
+        assert agent.steering.approver is None  # --json: no one to ask
+        with pytest.raises(FrozenInstanceError):
+            agent.model = None
+        with pytest.raises(RuntimeError, match="built once"):
+            built.assemble(rec)
+        assert isinstance(seen[0], SessionStarted) and seen[0].id == rec.id  # said through the agent
+        first = json.loads(rec.path.read_text().splitlines()[0])  # the writer, first, wrote it
+        assert first["type"] == "header" and first["task"] == "task of a"
+    finally:
+        rec.writer.close()
 
 
 def test_the_demo_leaves_os_environ_as_it_found_it(tmp_path):

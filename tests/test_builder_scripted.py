@@ -14,7 +14,7 @@ from loopagent.tools.workspace import Workspace
 
 def agent_for(model, ws, events) -> Agent:
     return Agent(model=model, registry=Registry(default_tools()), tools=ToolContext(Workspace(ws)),
-                 listeners=[events.append])
+                 listeners=(events.append,))
 
 
 def test_a_script_writes_reads_and_answers_through_the_real_loop_and_tools(tmp_path):

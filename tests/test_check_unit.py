@@ -4,12 +4,13 @@ feedback the model reads, the Deadline, and the loop's statuses around them (Scr
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from loopagent.cancel import Cancel, Deadline
 from loopagent.check import TAIL_CHARS, Check, feedback, tail
 from loopagent.events import CheckRan, RunEnd
-from loopagent.loop import Agent, Limits
+from loopagent.loop import Agent, Limits, Steering
 from loopagent.messages import UserMessage
 from loopagent.policy import Policy
 from loopagent.scripted import ScriptedModel, call, calls
@@ -61,7 +62,7 @@ def test_the_deadline_passes_by_its_clock_and_sets_the_token_with_status_time_li
 
 def agent(ws: Path, model, seen: list, **limits) -> Agent:
     return Agent(model=model, registry=Registry(default_tools()), tools=context(ws), policy=Policy("all"),
-                 listeners=[seen.append], limits=Limits(max_steps=6, max_nudges=0, **limits))
+                 listeners=(seen.append,), limits=Limits(max_steps=6, max_nudges=0, **limits))
 
 
 def test_a_deadline_during_a_tool_ends_the_run_time_limit_not_aborted(tmp_path):
@@ -77,7 +78,8 @@ def test_the_check_goes_back_to_the_model_until_the_retries_are_spent(tmp_path):
     seen: list = []
     checks = iter([False, False, True])
     a = agent(tmp_path, ScriptedModel(["one", "two", "three"]), seen, check_retries=1)
-    a.check = lambda cancel, attempt: CheckRan("make test", next(checks), 1, attempt, "FAILED x")
+    a = replace(a, steering=Steering(check=lambda cancel, attempt: CheckRan("make test", next(checks), 1, attempt,
+                                                                    "FAILED x")))
     history = [UserMessage("go")]
     end = a.run(history, "go", Cancel())
     assert end.status == "check_failed" and end.exit_code == 5 and end.check.attempt == 2

@@ -37,7 +37,7 @@ def agent_for(ws: Path, model: ScriptedModel, seen: list, h: list[Message]) -> A
     registry = Registry(default_tools())
     ctx_size = 2 * (messages_tokens(h) + tools_tokens(registry.specs()) - 150)
     return Agent(model=model, registry=registry, tools=ToolContext(Workspace(ws)), policy=Policy("all"),
-                 listeners=[seen.append], limits=Limits(max_steps=5, max_nudges=0),
+                 listeners=(seen.append,), limits=Limits(max_steps=5, max_nudges=0),
                  context=ContextWindow(ctx_size, reserve=1 << 20))
 
 

@@ -53,7 +53,7 @@ def agent(ws: Path, model: ScriptedModel, seen: list) -> Agent:
     """The loop with read_file (the tool of `long_history`) in `ws`: it compacts when a request must make
     room, and on /compact."""
     return Agent(model=model, registry=Registry([t for t in default_tools() if t.name == "read_file"]),
-                 tools=ToolContext(Workspace(ws)), listeners=[seen.append])
+                 tools=ToolContext(Workspace(ws)), listeners=(seen.append,))
 
 
 def planned(window: ContextWindow, history: list[Message], budget: int | None = None) -> Request:

@@ -3,12 +3,13 @@ cancellable by the turn's token) and a checkpoint is taken by `before_change` be
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from loopagent.cancel import Cancel
 from loopagent.context import ContextWindow, messages_tokens, tools_tokens
 from loopagent.events import Compacted, Notice, RunEnd, ToolStarted, TurnStart
-from loopagent.loop import Agent, Limits
+from loopagent.loop import Agent, Limits, Steering
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from loopagent.policy import Policy
 from loopagent.scripted import ScriptedModel, call, calls
@@ -28,7 +29,7 @@ def long_history() -> list[Message]:
 def agent_for(ws: Path, model: ScriptedModel, seen: list, ctx_size: int = 16384) -> Agent:
     registry = Registry(default_tools())
     return Agent(model=model, registry=registry, tools=ToolContext(Workspace(ws)), policy=Policy("all"),
-                 listeners=[seen.append], limits=Limits(max_steps=5, max_nudges=0),
+                 listeners=(seen.append,), limits=Limits(max_steps=5, max_nudges=0),
                  context=ContextWindow(ctx_size, reserve=1 << 20))
 
 
@@ -81,8 +82,8 @@ def test_before_change_runs_before_each_mutating_call_and_never_for_reads(tmp_pa
         steps.append(("checkpoint", f"{c.name} {subject}"))
         assert not (tmp_path / "b.txt").exists()  # taken before the change
 
-    agent.before_change = before_change
-    agent.listeners.append(lambda e: steps.append(("started", e.call.name)) if isinstance(e, ToolStarted) else None)
+    agent = replace(agent, steering=Steering(before_change=before_change), listeners=(
+        *agent.listeners, lambda e: steps.append(("started", e.call.name)) if isinstance(e, ToolStarted) else None))
     end = agent.run([SystemMessage("s"), UserMessage("copy")], "copy", Cancel())
     assert end.status == "completed" and (tmp_path / "b.txt").read_text() == "b\n"
     assert steps == [("started", "read_file"), ("checkpoint", "write_file b.txt"), ("started", "write_file")]
@@ -95,9 +96,9 @@ def test_a_failing_health_stops_the_run_between_steps_with_steps_and_usage_kept(
                            "never asked"])
     agent = agent_for(tmp_path, model, seen)
     broken = []
-    agent.health = lambda: broken[0] if broken else ""
-    agent.listeners.append(lambda e: broken.append("cannot write session file x: disk full")
-                           if isinstance(e, ToolStarted) else None)
+    agent = replace(agent, steering=Steering(health=lambda: broken[0] if broken else ""), listeners=(
+        *agent.listeners, lambda e: broken.append("cannot write session file x: disk full")
+        if isinstance(e, ToolStarted) else None))
     history: list[Message] = [SystemMessage("s"), UserMessage("read")]
     end = agent.run(history, "read", Cancel())
     assert (end.status, end.exit_code, end.steps) == ("error", 1, 1)

@@ -13,7 +13,7 @@ import pytest
 from loopagent.cancel import Cancel
 from loopagent.cli.approve import PromptApprover
 from loopagent.client.replay import ReplayClient
-from loopagent.loop import HEADLESS_DENIAL, Agent
+from loopagent.loop import HEADLESS_DENIAL, Agent, Steering
 from loopagent.messages import ToolResult
 from loopagent.policy import Policy, Rule
 from loopagent.tools import Registry, ToolContext
@@ -161,7 +161,7 @@ def run_loop(tmp_path: Path, mode: str, command: str, answer: str | None):
     agent = Agent(
         model=ReplayClient([tool_events(("shell", {"command": command})), text_events("done")]),
         registry=Registry([shell]), tools=ToolContext(Workspace(tmp_path)),
-        policy=Policy(mode, RULES, ROOT), approver=approver,
+        policy=Policy(mode, RULES, ROOT), steering=Steering(approver=approver),
     )
     history: list = []
     end = agent.run(history, "task", Cancel())
@@ -202,7 +202,8 @@ def test_always_allows_the_same_command_for_the_session_only(tmp_path):
     shell = RecordingShell()
     calls = [("shell", {"command": "make"}), ("shell", {"command": "make"}), ("shell", {"command": "make x"})]
     agent = Agent(model=ReplayClient([tool_events(calls), text_events("done")]), registry=Registry([shell]),
-                  tools=ToolContext(Workspace(tmp_path)), policy=Policy("edits", (), ROOT), approver=approver)
+                  tools=ToolContext(Workspace(tmp_path)), policy=Policy("edits", (), ROOT),
+                  steering=Steering(approver=approver))
     agent.run([], "task", Cancel())
     assert shell.ran == ["make", "make"]  # `a` for make; `make x` is another command and Enter said no
     assert approver.out.getvalue().count("allow? [y/N/a]") == 2

@@ -14,7 +14,7 @@ from loopagent.cancel import Cancel
 from loopagent.cli.approve import PromptApprover
 from loopagent.client.openai import OpenAIClient, build_request, wire_tool
 from loopagent.details import Details
-from loopagent.loop import HEADLESS_DENIAL, Agent
+from loopagent.loop import HEADLESS_DENIAL, Agent, Steering
 from loopagent.messages import ToolCall, ToolResult, UserMessage
 from loopagent.policy import Policy
 from loopagent.tools import Registry, Resource, SchemaTool, ToolContext, ToolError, ToolSpec, default_tools
@@ -53,7 +53,8 @@ def agent_for(server: FakeServer, tmp_path: Path, tool: SchemaTool, mode: str = 
     client = OpenAIClient(server.url, "m", retries=0, read_timeout=10)
     approver = None if answer is None else PromptApprover(read=io.StringIO(answer), out=io.StringIO())
     agent = Agent(model=client, registry=Registry([*default_tools(), tool]),
-                  tools=ToolContext(Workspace(tmp_path)), policy=Policy(mode, (), tmp_path), approver=approver)
+                  tools=ToolContext(Workspace(tmp_path)), policy=Policy(mode, (), tmp_path),
+                  steering=Steering(approver=approver))
     return agent, approver, client
 
 

@@ -12,7 +12,7 @@ import pytest
 from loopagent.cancel import Cancel
 from loopagent.client.replay import ReplayClient
 from loopagent.events import ToolStarted
-from loopagent.loop import Agent
+from loopagent.loop import Agent, Steering
 from loopagent.mcp.tools import path_param_of
 from loopagent.messages import ToolCall, ToolResult
 from loopagent.policy import Policy, Rule
@@ -44,8 +44,8 @@ def test_a_new_read_tool_is_batched_and_allowed_like_read_file(tmp_path):
     started: list[ToolStarted] = []
     calls = [("outline", {"path": "a.py"}), ("outline", {"path": "b.py"}), ("outline", {"path": "./.env"})]
     agent = Agent(model=ReplayClient([tool_events(calls), text_events("done")]), registry=registry,
-                  tools=ToolContext(Workspace(tmp_path)), policy=policy, approver=None,  # headless: nobody to ask
-                  listeners=[lambda e: started.append(e) if isinstance(e, ToolStarted) else None])
+                  tools=ToolContext(Workspace(tmp_path)), policy=policy, steering=Steering(approver=None),  # headless: nobody to ask
+                  listeners=(lambda e: started.append(e) if isinstance(e, ToolStarted) else None,))
     history: list = []
     end = agent.run(history, "outline", Cancel())
     results = [m for m in history if isinstance(m, ToolResult)]

@@ -1,4 +1,4 @@
-"""The agent builder: settings and a Host in, a ready Agent out, with no read of the process's globals.
+"""The agent builder: settings and a Host in, a frozen Agent out, with no read of the process's globals.
 
 Everything a run takes from the process it runs in (the environment, $LOOP_HOME, the working
 directory, whether stdin and stdout are terminals, the streams, the HTTP transport, the clock)
@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,8 +22,14 @@ from loopagent.render.safe import printable
 from loopagent.secrets import Redactor, environment, known_secrets, scrubbed_env
 
 if TYPE_CHECKING:
+    from loopagent.cli.record import Recording
     from loopagent.cli.run import RunOptions
-    from loopagent.loop import Agent
+    from loopagent.context import ContextWindow
+    from loopagent.hooks import Hooks
+    from loopagent.loop import Agent, Limits
+    from loopagent.messages import Usage
+    from loopagent.policy import Policy
+    from loopagent.tools import Registry, ToolContext
 
 
 def _is_tty(stream: Any) -> bool:
@@ -63,15 +69,29 @@ class Host:
 
 @dataclass
 class Built:
-    """An agent and what the run around it needs to know about how it was built."""
+    """What a run's agent is made of, known before the agent is, and what the run around it needs.
 
-    agent: Agent
+    `assemble` builds the agent, once: after the session it records to is opened (cli/record.py), so
+    the session's writer, health and checkpoints are part of it from the start.
+    """
+
     config: Config
     interactive: bool  # the REPL: no task, not --json, a terminal on both ends
+    model: Any  # the model client
+    registry: Registry
+    tools: ToolContext  # its `warn` reaches the agent's feed once the agent is built
+    policy: Policy
+    approver: Any  # None: headless (ASK becomes DENY)
+    hooks: Hooks
+    limits: Limits
+    context: ContextWindow
+    price: Callable[[Usage], float | None]
+    listeners: tuple[Listener, ...] = ()  # the caller's own
     printer: Any = None  # the JsonPrinter under --json
     renderer: Any = None  # the TerminalRenderer otherwise
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
+    agent: Agent | None = None  # built by `assemble`
 
     def close(self) -> None:
         """End what the run started outside the loop: the MCP servers' processes."""
@@ -81,6 +101,45 @@ class Built:
     @property
     def settings(self) -> Settings:
         return self.config.settings
+
+    def listeners_for(self, rec: Recording | None) -> tuple[Listener, ...]:
+        """The agent's listeners, in the order each event reaches them (`rec`: the session it records to).
+
+        The session file first, so an event is on disk before anything reacts to it (and an unnamed
+        interactive session is named right after the first task is written); the hooks' observer, which
+        learns the session id the hooks' JSON carries; the caller's listeners; what the person sees (the
+        JSON printer or the terminal); with a session, the diagnostics on stderr; last the checkpoint
+        recorder, whose snapshot after a call is taken once that call's end is recorded and shown.
+        """
+        if rec is None:
+            return (self.hooks.observe, *self.listeners, self.printer or self.renderer)
+        from loopagent.cli.record import Relabel
+        from loopagent.render.notes import StderrNotes
+
+        session = (rec.writer, Relabel(rec)) if rec.unnamed else (rec.writer,)
+        checkpoints = () if rec.checkpoints is None else (rec.checkpoints,)
+        return (*session, self.hooks.observe, *self.listeners, self.printer or self.renderer, StderrNotes(),
+                *checkpoints)
+
+    def assemble(self, rec: Recording | None = None) -> Agent:
+        """The run's agent, built once, frozen. With `rec` its session writer stops the run when the file
+        cannot be written (`health`) and a checkpoint precedes each change (`before_change`)."""
+        from loopagent.loop import Agent, Steering
+
+        if self.agent is not None:
+            raise RuntimeError("a run's agent is built once")
+        tools = replace(self.tools, warn=lambda text: agent.emit(Notice("warning", text)))  # the tripwire's
+        none = Steering()  # what a run without a session, checkpoints or a check has
+        steering = Steering(
+            approver=self.approver, price=self.price, check=check_for(self.settings, tools, none.check),
+            health=none.health if rec is None else rec.writer.health,
+            before_change=none.before_change if rec is None or rec.checkpoints is None
+            else rec.checkpoints.before_change)
+        agent = Agent(model=self.model, registry=self.registry, tools=tools, policy=self.policy,
+                      steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
+                      context=self.context, hooks=self.hooks)
+        self.agent = agent
+        return agent
 
 
 def configure(opts: RunOptions, host: Host) -> Config:
@@ -213,15 +272,14 @@ def check_for(settings: Settings, tools, none):
     return Check(settings.check, tools, settings.check_timeout)
 
 
-def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
-    """An Agent for `opts` from `config`, taking from the process only what `host` holds.
+def prepare(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
+    """What an agent for `opts` from `config` is made of, taking from the process only what `host` holds.
 
     Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
     `host.err`, once, before anything runs.
     """
     from loopagent.cli import discovery
     from loopagent.context import ContextWindow
-    from loopagent.loop import Agent
     from loopagent.policy import policy_for
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
@@ -258,18 +316,11 @@ def build_agent(config: Config, opts: RunOptions, host: Host, listeners: list[Li
     registry = Registry([*builtin, *mcp_tools_of(hub, host)])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
     approver = None if headless else approver_for(renderer, sandbox, host)
-    agent = Agent(
-        model=make_client(settings, opts.replay, host), registry=registry,
-        tools=ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                          executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows,
-                          warn=lambda text: agent.emit(Notice("warning", text))),  # the tripwire's warnings
-        policy=policy, approver=approver, listeners=[*(listeners or []), printer or renderer],
-        limits=limits_for(settings, headless),
-        context=ContextWindow(settings.ctx_size, settings.max_tokens),
-        price=pricer(settings.prices, settings.model), hooks=hooks,
-    )
-    agent.listeners.insert(0, hooks.observe)  # learns the session id the hooks' JSON carries
-    agent.check = check_for(settings, agent.tools, agent.check)
+    model = make_client(settings, opts.replay, host)
+    tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
+                        executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
-    return Built(agent, config, interactive, printer, renderer, system, mcp=hub)
+    return Built(config, interactive, model, registry, tools, policy, approver,
+                 hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
+                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)

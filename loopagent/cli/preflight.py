@@ -35,9 +35,9 @@ def check_window(built: Built, task: str | None) -> None:
     from loopagent.context.estimate import message_tokens, tools_tokens
     from loopagent.messages import SystemMessage, UserMessage
 
-    window = built.agent.context
+    window = built.context
     first = [SystemMessage(built.system), *([UserMessage(task)] if task else [])]
-    fixed = sum(map(message_tokens, first)) + tools_tokens(built.agent.registry.specs())
+    fixed = sum(map(message_tokens, first)) + tools_tokens(built.registry.specs())
     if fixed <= window.limit:
         return
     reserve = window.ctx_size - window.limit

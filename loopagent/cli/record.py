@@ -1,8 +1,9 @@
-"""What a run leaves on disk: its session file and its checkpoints, attached to an agent.
+"""What a run leaves on disk: its session file and its checkpoints, opened before the agent is built.
 
-The session writer is a listener (it records the feed); its failure reaches the loop through
-`Agent.health`, and checkpoints are the loop's `before_change` step. Everything this module has to
-say (the session started, a repair, a session recorded elsewhere) is an event, never a print.
+The session writer is a listener (it records the feed); its failure reaches the loop through the
+agent's `Steering.health`, and checkpoints are its `before_change` step (cli/build.py `Built.assemble`).
+Everything this module has to say (the session started, a repair, a session recorded elsewhere) is an
+event, said through the agent once it is built (`announce`), never a print.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from loopagent.cli.repl.services import Services
 from loopagent.config import Settings, loop_home
-from loopagent.events import Compacted, Listener, MessageAdded, Notice, SessionStarted
+from loopagent.events import Compacted, Event, Listener, MessageAdded, Notice, SessionStarted
 from loopagent.loop import Agent
 from loopagent.messages import Message, SystemMessage, UserMessage
 from loopagent.session import (
@@ -60,6 +61,12 @@ class Recording:
     source: str = "default"  # where --ctx-size came from (the session event names it)
     home: Path | None = None  # $LOOP_HOME of the run (None: read it when needed)
     unnamed: bool = False  # an interactive file still called `<stamp>-session`: its first task names it
+    # What opening the session found, said by `announce` once the agent is built: the session's start (and
+    # a resume's repairs and missing results, a fork's messages), the notes about the context window, and
+    # the system message a new session starts with.
+    said: list[Event] = field(default_factory=list)
+    notes: list[Notice] = field(default_factory=list)
+    system: SystemMessage | None = None
 
     def fork(self, history: list[Message]) -> None:
         """Continue in a new session file holding `history` (/fork, /clear, a rewound conversation); its
@@ -101,46 +108,58 @@ def ctx_source(label: str) -> str:
     return "flag" if label == "command line" else "config"  # a config file or a LOOP_* variable
 
 
-def attach(agent: Agent, workspace: Path, settings: Settings, task: str | None, resume: str | None,
-           system: str, interactive: bool = False, source: str = "default", home: Path | None = None,
-           fork: str | None = None) -> Recording:
-    """Open (or resume) the session, hang the writer and the stderr notes on `agent`, and give the loop
-    its checkpoint step (`before_change`) and the writer's `health`.
+def open_recording(workspace: Path, settings: Settings, task: str | None, resume: str | None, system: str,
+                   interactive: bool = False, source: str = "default", home: Path | None = None,
+                   fork: str | None = None) -> Recording:
+    """Open (or resume) the session and its checkpoints, saying nothing yet: `announce` says it through the
+    agent built with the recording (cli/build.py `Built.assemble`), its writer first among the listeners.
 
     A new session starts with the system message (and the task, unless interactive); `fork`
     (SESSION[:N]) starts one with SESSION's messages instead. Raises SessionError when a session cannot
-    be found, read or written (nothing of it stays attached).
+    be found or read (nothing of it stays open).
     """
-    from loopagent.render.notes import StderrNotes
+    from loopagent.cli.discovery import notes as window_notes
 
     home = home or loop_home()
     writable(home, workspace, settings.checkpoints)
-    notes = StderrNotes()
-    agent.listeners.append(notes)
-    try:
-        if fork and resume:
-            raise SessionError("--fork and --resume cannot be combined: a fork is a new session")
-        rec = opened(agent, home, workspace, settings, task, resume, interactive, ctx_source(source), fork)
-    except SessionError:
-        agent.listeners.remove(notes)
-        raise
-    from loopagent.cli.discovery import notes as window_notes
-
-    for text in window_notes(settings, source):  # after the session line: the feed opens with the session
-        agent.emit(Notice("note", text))
-    agent.health = rec.writer.health
+    if fork and resume:
+        raise SessionError("--fork and --resume cannot be combined: a fork is a new session")
+    label = ctx_source(source)
+    if resume:
+        rec = resumed(home, workspace, settings, resume, task, interactive, label)
+    elif fork:
+        rec = forked(home, workspace, settings, fork, task, interactive, label)
+    else:
+        rec = started(home, workspace, settings, task, interactive, label)
+        rec.system = SystemMessage(system)
+    rec.source, rec.home = label, home
+    rec.notes = [Notice("note", text) for text in window_notes(settings, source)]
     if settings.checkpoints:
         from loopagent.checkpoint import Recorder, Timeline
 
         timeline = Timeline.open(home, workspace, settings.checkpoint_max_bytes, settings.checkpoint_lock_wait)
-        rec.checkpoints = Recorder(timeline, rec.id, len(rec.history), emit=agent.emit)
-        agent.listeners.append(rec.checkpoints)
-        agent.before_change = rec.checkpoints.before_change
-    if not resume and not fork:
-        agent.add(rec.history, SystemMessage(system))
-        if not interactive:
-            rec.opening = UserMessage(rec.task)
+        # its notices and warnings go to the agent's feed, which `announce` hands the recording
+        rec.checkpoints = Recorder(timeline, rec.id, len(rec.history), emit=lambda event: rec.emit(event))
     return rec
+
+
+def announce(rec: Recording, agent: Agent) -> None:
+    """Say what opening the session found through `agent` (the session's start, a resumed session's
+    repairs and missing results, a fork's messages), then the notes about the context window and a new
+    session's system message. Raises SessionWriteError when the session file cannot be written (then the
+    writer is closed, and the run must tell its end to the listeners other than the session's)."""
+    rec.emit = agent.emit
+    for event in rec.said:
+        agent.emit(event)
+    if rec.writer.health():
+        rec.writer.close()
+        raise SessionWriteError(rec.writer.health())
+    if rec.compacted:  # a resumed compacted session: the next request sends its summary, not its past
+        agent.context.restore(rec.compacted[-1])
+    for note in rec.notes:  # after the session line: the feed opens with the session
+        agent.emit(note)
+    if rec.system is not None:
+        agent.add(rec.history, rec.system)
 
 
 def writable(home: Path, workspace: Path, checkpoints: bool) -> None:
@@ -153,36 +172,22 @@ def writable(home: Path, workspace: Path, checkpoints: bool) -> None:
         raise SessionError(f"{why} (checkpoints; --no-checkpoints runs without them)")
 
 
-def opened(agent: Agent, home: Path, workspace: Path, settings: Settings, task: str | None, resume: str | None,
-           interactive: bool, source: str, fork: str | None = None) -> Recording:
-    """The new, forked or resumed session, its start announced; raises SessionError when it cannot be written."""
-    if resume:
-        rec = resumed(agent, home, workspace, settings, resume, task, interactive, source)
-    elif fork:
-        rec = forked(agent, home, workspace, settings, fork, task, interactive, source)
-    else:
-        path = new_path(home, workspace, task or "")
-        writer = SessionWriter.create(path)
-        writer.discard_unanswered = not interactive  # a one-shot run refused before any answer leaves nothing
-        agent.listeners.insert(0, writer)
-        head = header(path.stem, workspace, settings.model, settings.base_url, task or "",
-                      approval=settings.approval)
-        agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
-        rec = Recording(writer, [], task or "", workspace, settings)
-        if interactive:
-            rec.unnamed = True
-            agent.listeners.insert(1, Relabel(rec))
-    rec.emit, rec.source, rec.home = agent.emit, source, home
-    if rec.writer.health():
-        agent.listeners.remove(rec.writer)
-        rec.writer.close()
-        raise SessionWriteError(rec.writer.health())
+def started(home: Path, workspace: Path, settings: Settings, task: str | None, interactive: bool,
+            source: str) -> Recording:
+    """A new session: its file, and its start to say."""
+    path = new_path(home, workspace, task or "")
+    writer = SessionWriter.create(path)
+    writer.discard_unanswered = not interactive  # a one-shot run refused before any answer leaves nothing
+    head = header(path.stem, workspace, settings.model, settings.base_url, task or "", approval=settings.approval)
+    rec = Recording(writer, [], task or "", workspace, settings, unnamed=interactive,
+                    opening=None if interactive else UserMessage(task or ""))
+    rec.said = [SessionStarted(writer.id, str(path), settings.ctx_size, source, head)]
     return rec
 
 
-def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
+def resumed(home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
             interactive: bool, source: str = "default") -> Recording:
-    """Load a saved session, report and record its repairs, and append the new message to it."""
+    """Load a saved session, its repairs and missing results to say, and the new message to append to it."""
     from loopagent.session.lock import SessionLock
 
     path = find(home, workspace, spec)
@@ -195,28 +200,26 @@ def resumed(agent: Agent, home: Path, workspace: Path, settings: Settings, spec:
         lock.release()
         raise
     writer = SessionWriter.reopen(loaded.path, loaded.valid_size, lock)
-    agent.listeners.insert(0, writer)
-    agent.emit(SessionStarted(writer.id, str(loaded.path), settings.ctx_size, source))
+    said: list[Event] = [SessionStarted(writer.id, str(loaded.path), settings.ctx_size, source)]
     recorded_in = loaded.header.get("workspace", "")
     if recorded_in and recorded_in != os.path.realpath(workspace):
-        agent.emit(Notice("note", f"session {loaded.id} was recorded in {recorded_in}"))
-    for repair in loaded.repairs:
-        agent.emit(Notice("repair", repair.text, repair.dropped or ""))
+        said.append(Notice("note", f"session {loaded.id} was recorded in {recorded_in}"))
+    said += [Notice("repair", repair.text, repair.dropped or "") for repair in loaded.repairs]
     history = loaded.history
     for result in loaded.missing:
-        agent.add(history, result)
-    context = getattr(agent, "context", None)
-    if loaded.compacted and context is not None:
-        context.restore(loaded.compacted[-1])
+        history.append(result)
+        said.append(MessageAdded(result, len(history) - 1))
     # Cut off while waiting for the model: the same request again, rather than two user messages in a row.
     opening = UserMessage(task or CONTINUE) if not interactive and (
         task or not isinstance(history[-1], UserMessage)) else None
     last = opening or history[-1]
     text = last.content if isinstance(last, UserMessage) else ""
-    return Recording(writer, history, text, workspace, settings, loaded.compacted, opening=opening)
+    rec = Recording(writer, history, text, workspace, settings, loaded.compacted, opening=opening)
+    rec.said = said
+    return rec
 
 
-def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
+def forked(home: Path, workspace: Path, settings: Settings, spec: str, task: str | None,
            interactive: bool, source: str) -> Recording:
     """A new session holding SESSION's messages up to N (`spec` SESSION[:N]); SESSION's file is only read."""
     from loopagent.session.family import branch, fork_spec
@@ -226,18 +229,17 @@ def forked(agent: Agent, home: Path, workspace: Path, settings: Settings, spec: 
     history, last = branch(parent, upto)
     path = fork_path(home, workspace, parent.path)
     writer = SessionWriter.create(path)
-    agent.listeners.insert(0, writer)
     head = header(path.stem, workspace, settings.model, settings.base_url, task or "",
                   {"session": parent.id, "message": last}, settings.approval)
-    agent.emit(SessionStarted(writer.id, str(path), settings.ctx_size, source, head))
-    kept: list[Message] = []
-    for message in history:
-        agent.add(kept, message)
+    kept: list[Message] = list(history)
     opening = UserMessage(task or CONTINUE) if not interactive and (
         task or not isinstance(kept[-1], UserMessage)) else None
     last_message = opening or kept[-1]
     text = last_message.content if isinstance(last_message, UserMessage) else ""
-    return Recording(writer, kept, text, workspace, settings, opening=opening)
+    rec = Recording(writer, kept, text, workspace, settings, opening=opening)
+    rec.said = [SessionStarted(writer.id, str(path), settings.ctx_size, source, head),
+                *(MessageAdded(message, index) for index, message in enumerate(kept))]
+    return rec
 
 
 class Relabel:

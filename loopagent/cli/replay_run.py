@@ -64,16 +64,14 @@ def rerun(source, copy: Path, strict: bool, host) -> int:
 
 def drive(opts, recorded: list[Message], start: int, loaded, host, answers: bool) -> tuple[list[Message], str]:
     """The replay's history and how its last run ended: one agent run per user message of the recording."""
-    from loopagent.cli.build import build_agent, configure
+    from loopagent.cli.build import configure, prepare
     from loopagent.cli.interrupts import Trap
-
-    built = build_agent(configure(opts, host), opts, host)
-    agent = built.agent
     from loopagent.client.replay import SessionTurns
 
-    agent.model = SessionTurns.of(loaded)  # the very call objects of `recorded`: RecordedAnswers knows them
-    # None: the recorded run could not ask (what needed approval was denied, as now), or it is not the user's
-    agent.approver = RecordedAnswers(refused(recorded)) if answers else None
+    # the model: the very call objects of `recorded` (RecordedAnswers knows them); the approver None: the
+    # recorded run could not ask (what needed approval was denied, as now), or it is not the user's
+    agent = replace(prepare(configure(opts, host), opts, host), model=SessionTurns.of(loaded),
+                    approver=RecordedAnswers(refused(recorded)) if answers else None).assemble()
     history: list[Message] = []
     for message in recorded[:start]:
         agent.add(history, message)

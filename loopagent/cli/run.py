@@ -1,4 +1,5 @@
-"""One run of `loop agent`: build the agent from settings and the host, run the loop, return the exit code."""
+"""One run of `loop agent`: prepare the agent from settings and the host, open its session, build the agent,
+run the loop, return the exit code."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from loopagent.cli.build import Built, Host, build_agent, configure, make_client, scrub_secrets
+from loopagent.cli.build import Built, Host, configure, make_client, prepare, scrub_secrets
 from loopagent.cli.preflight import check_window
 from loopagent.errors import UsageError
 from loopagent.events import Listener, RunEnd
@@ -42,7 +43,7 @@ def run_agent(opts: RunOptions, listeners: list[Listener] | None = None, host: H
         if isinstance(event, RunEnd):
             ends.append(event)
 
-    built = build_agent(configure(opts, host), opts, host, [*(listeners or []), keep_end])
+    built = prepare(configure(opts, host), opts, host, [*(listeners or []), keep_end])
     try:
         return run_built(built, opts, host, ends)
     finally:
@@ -63,15 +64,15 @@ def named_session(opts: RunOptions, host: Host) -> None:
 
 
 def run_built(built: Built, opts: RunOptions, host: Host, ends: list[RunEnd]) -> int:
-    """The run of an agent `build_agent` made: its session, the loop or the REPL, the hint after a failure."""
+    """The run `prepare` made: its session and agent, the loop or the REPL, the hint after a failure."""
     check_window(built, opts.task)  # before the session file: a run that cannot start leaves nothing behind
-    agent = built.agent
     from loopagent.session import SessionError
 
     try:
         rec = open_session(built, opts, host)
-    except SessionError as exc:
-        return session_failed(agent, exc, host)
+    except SessionError as exc:  # told to the listeners that are not the session's
+        return session_failed(built.listeners_for(None), exc, host)
+    agent = built.agent
     code = drive(agent, rec, built.settings, built.renderer if built.interactive else None, host)
     if ends and not built.interactive:
         report(ends[-1], built.settings, host)
@@ -90,12 +91,15 @@ def report(end: RunEnd, settings, host: Host) -> None:
 
 
 def open_session(built: Built, opts: RunOptions, host: Host):
-    """The session file (new, or resumed with repairs) and checkpoints on `built.agent`; see cli/record.py."""
-    from loopagent.cli.record import attach
+    """The session file (new, or resumed with repairs) and checkpoints (cli/record.py), then the agent that
+    records to them, built once (`built.agent`), then the session's start said through it. Raises
+    SessionError when the session cannot be opened or written."""
+    from loopagent.cli.record import announce, open_recording
 
-    return attach(built.agent, opts.workspace, built.settings, opts.task, opts.resume, built.system,
-                  built.interactive, home=host.home, source=built.config.sources.get("ctx_size", "default"),
-                  fork=opts.fork)
+    rec = open_recording(opts.workspace, built.settings, opts.task, opts.resume, built.system, built.interactive,
+                         home=host.home, source=built.config.sources.get("ctx_size", "default"), fork=opts.fork)
+    announce(rec, built.assemble(rec))
+    return rec
 
 
 def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:
@@ -116,13 +120,15 @@ def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:
             with trap.turn() as cancel:
                 end = agent.run(rec.history, rec.task, cancel, rec.opening)
         except SessionWriteError as exc:
-            return session_failed(agent, exc, host)
+            return session_failed(agent.listeners, exc, host)
     return end.exit_code
 
 
-def session_failed(agent, exc: Exception, host: Host | None = None) -> int:
-    """A session file that cannot be read or written: one line on stderr, a `result` of status error, exit 1."""
+def session_failed(listeners: tuple[Listener, ...], exc: Exception, host: Host | None = None) -> int:
+    """A session file that cannot be read or written: one line on stderr, a `result` of status error (told to
+    `listeners`), exit 1."""
     print(f"loop: {printable(str(exc))}", file=host.err if host is not None else sys.stderr)
     end = RunEnd("error", 0, Usage(), str(exc))
-    agent.emit(end)
+    for listener in listeners:
+        listener(end)
     return end.exit_code

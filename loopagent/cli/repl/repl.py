@@ -20,7 +20,7 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -93,9 +93,11 @@ class Repl(ReplState):
         # What is typed during a turn waits for the turn's end (it is never slipped in between two
         # steps: the person cannot see when that would happen, and a `y` meant for a question is no task).
         self.typeahead = TypeAhead(self.renderer)
-        if self.agent.approver is not None:
-            self.agent.approver = PausingApprover(self.agent.approver, self.typeahead)
-        self.agent.listeners.append(self.observe)
+        # The REPL's variant of the run's agent: its questions pause the type-ahead, and it observes the feed.
+        steering = self.agent.steering
+        if steering.approver is not None:
+            steering = replace(steering, approver=PausingApprover(steering.approver, self.typeahead))
+        self.agent = replace(self.agent, steering=steering, listeners=(*self.agent.listeners, self.observe))
         # What the next request would send: a resumed compacted session counts its summary, not its past.
         self.context_used = self.agent.context.tokens(self.agent.context.view(self.history))
 
@@ -186,7 +188,7 @@ class Repl(ReplState):
         from loopagent.cli.repl.recap import resume_command, session_of
 
         session_id, path = session_of(self)
-        if not session_id or path is None or not path.exists() or self.agent.health():
+        if not session_id or path is None or not path.exists() or self.agent.steering.health():
             return
         root = getattr(getattr(self.agent.tools, "workspace", None), "root", None)
         self.renderer.say(f"session {session_id} saved; resume with: {resume_command(session_id, root)}", "dim",
@@ -240,7 +242,7 @@ class Repl(ReplState):
         if not text:
             return None
         self.turn(text)
-        if self.agent.health():  # the session cannot be written: said once (stderr); the files stay
+        if self.agent.steering.health():  # the session cannot be written: said once (stderr); the files stay
             return 1
         stopping = self.trap.stopping() if self.trap else None
         if stopping:  # SIGTERM or SIGHUP during the turn: the turn is over, and so is the REPL

@@ -110,7 +110,7 @@ def tokens(repl: ReplState, arg: str, prompt: Any) -> None:
     total_p, total_c = sum(r[1] for r in counted_rows), sum(r[2] for r in counted_rows)
     used, size = tokens_label(repl.context_used), tokens_label(repl.settings.ctx_size)
     repl.renderer.say(f"  {'all':>4} {total_p:>8} {total_c:>10}   (in use now: {used} of {size})")
-    if (usd := repl.agent.price(Usage(total_p, total_c))) is not None:
+    if (usd := repl.agent.steering.price(Usage(total_p, total_c))) is not None:
         from loopagent.prices import shown_cost
 
         repl.renderer.say(f"  cost: {shown_cost(usd)} at the configured price of {repl.settings.model}")

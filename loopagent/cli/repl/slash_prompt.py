@@ -74,7 +74,7 @@ def init(repl: ReplState, arg: str, prompt: Any) -> None:
         repl.renderer.say("AGENTS.md not written")
         return
     call = ToolCall("init", "write_file", json.dumps({"path": "AGENTS.md"}))
-    repl.agent.before_change(call, "AGENTS.md")  # a checkpoint first: /undo takes it back
+    repl.agent.steering.before_change(call, "AGENTS.md")  # a checkpoint first: /undo takes it back
     ws.write_bytes(target, text.encode("utf-8"))
     ws.record_read(target, text.encode("utf-8"))
     repl.renderer.say("wrote AGENTS.md")
@@ -91,8 +91,9 @@ def draft(repl: ReplState) -> str | None:
     agent = repl.agent
     read_only = [t for t in agent.registry.tools.values() if t.spec().read_only is True]
     # The user's tool hooks still guard the calls; session_start is left for the conversation's first turn.
-    helper = replace(agent, registry=Registry(read_only), approver=None, listeners=[repl.renderer],
-                     steer=lambda: [], hooks=replace(agent.hooks, started=True))
+    helper = replace(agent, registry=Registry(read_only), listeners=(repl.renderer,),
+                     steering=replace(agent.steering, approver=None, steer=lambda: []),
+                     hooks=replace(agent.hooks, started=True))
     history = [*(m for m in repl.history[:1] if isinstance(m, SystemMessage)), UserMessage(INIT_TASK)]
     try:
         with repl.trap.turn() if repl.trap else nullcontext(Cancel()) as cancel:
