@@ -35,6 +35,9 @@ def test_fork_in_the_repl_then_resume_both_branches(term, server, workspace, loo
     [parent] = sessions_in(loop_home)
     wait_for(lambda: b'"First answer."' in parent.read_bytes())
     before = parent.read_bytes()
+    t.line("/approval all")  # the branch's header names the mode in force, not the one loop started with
+    t.expect("approval: all")
+    t.prompt()
     t.line("/fork")
     out = t.expect(TOOLBAR)
     assert f"{parent.stem} is kept" in out
@@ -73,6 +76,7 @@ def test_fork_in_the_repl_then_resume_both_branches(term, server, workspace, loo
     rewound = by_parent[fork.stem]
     cleared = by_parent[rewound.stem]
     assert header_of(fork)["parent"] == {"session": parent.stem, "message": 2}  # system, user, assistant
+    assert (header_of(parent)["approval"], header_of(fork)["approval"]) == ("edits", "all")
     assert header_of(rewound)["parent"] == {"session": fork.stem, "message": 2}
     assert header_of(cleared)["parent"] == {"session": rewound.stem, "message": 0}  # only the system prompt
     # the README's ids: a fork is its family's label numbered, a fork of a fork continues the count;

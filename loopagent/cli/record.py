@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopagent.cli.repl.services import Services
 from loopagent.config import Settings, loop_home
@@ -32,6 +32,9 @@ from loopagent.session import (
 )
 from loopagent.session.catalog import fork_path
 from loopagent.session.typed import typed
+
+if TYPE_CHECKING:
+    from loopagent.policy import Policy
 
 CONTINUE = "Continue."
 
@@ -68,9 +71,10 @@ class Recording:
     notes: list[Notice] = field(default_factory=list)
     system: SystemMessage | None = None
 
-    def fork(self, history: list[Message]) -> None:
+    def fork(self, history: list[Message], approval: str | None = None) -> None:
         """Continue in a new session file holding `history` (/fork, /clear, a rewound conversation); its
-        header names this session as its parent, at the last message of `history` (a prefix of ours)."""
+        header names this session as its parent, at the last message of `history` (a prefix of ours), and
+        `approval`, the mode in force now (the policy's: `/approval` may have changed it)."""
         task = next((typed(m.content) for m in history if isinstance(m, UserMessage)), "")
         # A session left before anything was said is removed (SessionWriter.switch): no parent to name.
         parent = {"session": self.id, "message": len(history) - 1} if self.writer.spoken else None
@@ -79,7 +83,7 @@ class Recording:
         self.writer.switch(path)
         self.emit(SessionStarted(self.id, str(path), self.settings.ctx_size, self.source, header(
             path.stem, self.workspace, self.settings.model, self.settings.base_url, task, parent,
-            self.settings.approval)))
+            approval or self.settings.approval)))
         for index, message in enumerate(history):
             self.emit(MessageAdded(message, index))
         self.unnamed = not task  # a /clear: the next task names the new file, as it named the first
@@ -88,11 +92,11 @@ class Recording:
         if self.writer.health():
             raise SessionWriteError(self.writer.health())
 
-    def services(self) -> Services:
-        """What the interactive REPL's slash commands use."""
+    def services(self, policy: Policy) -> Services:
+        """What the interactive REPL's slash commands use; a new branch's header names `policy`'s mode."""
         return Services(
             sessions=lambda width=None: describe_sessions(listing(self.home or loop_home(), self.workspace), width),
-            fork_session=self.fork,
+            fork_session=lambda history: self.fork(history, policy.mode),
             session_path=lambda: self.path,
             leave_session=self.writer.leave,
             checkpoints=CheckpointCommands(self) if self.checkpoints is not None else None,

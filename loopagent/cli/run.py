@@ -115,7 +115,7 @@ def drive(agent, rec, settings, renderer=None, host: Host | None = None) -> int:
         if renderer is not None:
             from loopagent.cli.repl.repl import Repl
 
-            return Repl(agent, rec.history, settings, renderer, services=rec.services(), trap=trap).run()
+            return Repl(agent, rec.history, settings, renderer, services=rec.services(agent.policy), trap=trap).run()
         try:
             with trap.turn() as cancel:
                 end = agent.run(rec.history, rec.task, cancel, rec.opening)
