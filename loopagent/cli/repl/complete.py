@@ -14,6 +14,9 @@ import posixpath
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+# Loaded with the REPL, not at the first Tab (tools/ignore.py imports it lazily for one-shot runs): a
+# completion that pays an import while keys keep arriving is dropped by prompt-toolkit as stale.
+import pathspec  # noqa: F401
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.key_binding import KeyBindings
 
