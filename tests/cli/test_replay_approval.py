@@ -11,7 +11,7 @@ from loopagent.messages import AssistantMessage, SystemMessage, ToolCall, ToolRe
 from loopagent.rerun import USER_DENIAL
 from loopagent.session import header
 from loopagent.session.catalog import sessions_dir
-from tests.cli.test_replay_session import replay_here
+from tests.cli.test_replay import replay_here
 from tests.conftest import where_shells_run
 
 
@@ -26,7 +26,7 @@ def session_file(path: Path, ws: Path, approval: str | None, messages: list) -> 
 
 def own_session(loop_home: Path, ws: Path, name: str, approval: str | None, messages: list) -> Path:
     """A session in the user's own store: its recorded mode and answers are the user's (a file handed
-    over by someone else runs no looser than the configuration: tests/test_review_security_replay.py)."""
+    over by someone else runs no looser than the configuration: tests/cli/test_replay_hostile_session.py)."""
     store = sessions_dir(loop_home, ws)
     store.mkdir(parents=True, exist_ok=True)
     return session_file(store / f"{name}.jsonl", ws, approval, messages)

@@ -5,7 +5,7 @@ ran 11 steps and ended on the server's raw 400. Each server's refusal (tests/str
 is served here as an HTTP 400 by the fake server and read by the real client: the window it states
 is the advice (`--ctx-size N`), it is kept in servers.json, the next run's session line says
 `ctx_source: server` with that size, and the preflight check judges the first request by it
-(`loop doctor` reports it: tests/test_doctor_cli.py).
+(`loop doctor` reports it: tests/cli/test_doctor.py).
 """
 
 from __future__ import annotations

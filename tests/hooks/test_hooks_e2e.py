@@ -209,5 +209,5 @@ def test_session_start_adds_context_once(run_loop, server, workspace, loop_home,
     server.add(text("noted"))
     proc = agent(run_loop, server, workspace)
     assert proc.returncode == 0, proc.stderr
-    said = user_texts(server.requests[0])  # one message, the context first (tests/test_hooks_context_order.py)
+    said = user_texts(server.requests[0])  # one message, the context first (tests/hooks/test_context_order.py)
     assert len(said) == 1 and said[0].index("branch main; CI is red on test_api") < said[0].index("do the task")

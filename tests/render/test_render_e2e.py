@@ -134,7 +134,7 @@ def test_a_dumb_terminal_gets_plain_text_without_escapes(server, ws, loop_home):
     assert "Use **bold** and `code`." in raw and "```python" in raw
 
 
-# (diffs at a narrow width: tests/test_render_wrap.py)
+# (diffs at a narrow width: tests/render/test_diff_wrap.py)
 
 
 # ---- the loop-detection note ---------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def test_ctrl_c_while_a_tool_runs_answers_every_call(term, server, workspace):
     assert len(calls) == 2 and set(results) == set(calls)
     assert all("cancelled by the user" in content for content in results.values())
     t.prompt()
-    t.child.send("\x03\x03")  # two Ctrl+C at an empty prompt leave (one only says how: tests/test_repl_exit.py)
+    t.child.send("\x03\x03")  # two Ctrl+C at an empty prompt leave (one only says how: tests/repl/test_exit_keys.py)
     assert t.exit_code() == 0
 
 

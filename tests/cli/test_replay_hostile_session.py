@@ -9,7 +9,7 @@ from pathlib import Path
 from loopagent.details import Details
 from loopagent.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage, to_record
 from loopagent.session import header
-from tests.cli.test_replay_session import replay_here
+from tests.cli.test_replay import replay_here
 
 
 def handed_over(path: Path, workspace: str, approval: str, command: str) -> Path:

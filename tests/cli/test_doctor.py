@@ -191,7 +191,7 @@ def test_the_advice_for_a_model_that_never_calls_a_tool_names_the_detected_serve
 
 
 def test_doctor_detects_llama_cpp_python_names_its_flag_and_reports_a_window_it_stated(run_loop, tmp_path, loop_home):
-    """llama-cpp-python reports its window nowhere; an earlier run's HTTP 400 stated it (tests/test_server_window.py)."""
+    """llama-cpp-python reports its window nowhere; an earlier run's HTTP 400 stated it (tests/client/test_server_window.py)."""
     import time
 
     from loopagent.client.refusal import SOURCE

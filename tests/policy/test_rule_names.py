@@ -1,5 +1,5 @@
 """Policy rules name tools by [A-Za-z0-9_-] names (MCP ones included); a rule shaped like no tool name is
-a load error naming the rule and its source, never silently a shell rule (tests/test_rules_future_tools.py:
+a load error naming the rule and its source, never silently a shell rule (tests/policy/test_rules_for_future_tools.py:
 one about a tool that does not exist now is only a note)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 
 from loopagent.client import IncompleteTurn
 from loopagent.client.watch import Idle
-from tests.client.test_streams_client import KEEPALIVE, complete, forever
+from tests.client.test_bounded_streams import KEEPALIVE, complete, forever
 from tests.fakeserver import FakeServer, Reply, text_events
 
 

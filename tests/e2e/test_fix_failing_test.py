@@ -80,7 +80,7 @@ def test_empty_stream_is_an_incomplete_turn_not_a_retry(run_loop, server, sample
 
 
 def test_length_finish_with_tool_call_runs_no_tool(run_loop, server, sample):
-    # Cut twice: the model is told once (see tests/test_local_e2e.py), then the run stops.
+    # Cut twice: the model is told once (see tests/client/test_local_servers_e2e.py), then the run stops.
     cut = Reply(events=tool_events(("write_file", {"path": "new.txt", "content": "x"}), finish="length"))
     server.add(cut, cut)
     proc = agent(run_loop, server, sample, "--approval", "all")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.test_cli_inputs import git_repo
+from tests.cli.test_agent_inputs import git_repo
 from tests.fakeserver import text, tools
 
 

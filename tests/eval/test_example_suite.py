@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.eval.test_eval_suite import summary_value
+from tests.eval.test_suite_e2e import summary_value
 
 
 def test_the_example_suite_shows_the_whole_flow(run_loop, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import sys
 
 from tests.conftest import clean_env, wait_for
 from tests.fakeserver import text, tools
-from tests.hooks.test_hooks_lifetime import kill, members, read_pids, running, session_of
+from tests.hooks.test_lifetime import kill, members, read_pids, running, session_of
 from tests.mcp.test_mcp_e2e import SERVER, agent, notes, tool_results, user_file
 
 

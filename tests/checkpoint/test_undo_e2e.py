@@ -105,8 +105,8 @@ def test_no_checkpoints_flag_takes_none(run_loop, server, sample, loop_home):
 
 
 def test_a_checkpoint_directory_that_cannot_be_made_is_refused_before_the_run(run_loop, server, sample, loop_home):
-    # Said up front, in one line with the path (tests/test_store_readonly.py: a read-only LOOP_HOME);
-    # a snapshot that fails during a run is a warning for that one (tests/test_store_checkpoint_lock.py).
+    # Said up front, in one line with the path (tests/cli/test_readonly_home.py: a read-only LOOP_HOME);
+    # a snapshot that fails during a run is a warning for that one (tests/checkpoint/test_concurrency.py).
     loop_home.mkdir(parents=True)
     (loop_home / "checkpoints").write_text("not a directory")
     server.add(tools(("write_file", {"path": "a.txt", "content": "a"})), text("ok"))

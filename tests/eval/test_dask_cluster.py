@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.eval.test_eval_suite import Model, assert_verdicts, eval_argv, run_eval, suite, summary_value  # noqa: F401
+from tests.eval.test_suite_e2e import Model, assert_verdicts, eval_argv, run_eval, suite, summary_value  # noqa: F401
 from tests.fakeserver import FakeServer
 
 pytest.importorskip("distributed")
