@@ -151,7 +151,7 @@ def delete(repo: ShadowRepo, path: str, dirs: set[str]) -> None:
 
 def gate() -> None:
     """Test-only fault point, inert unless $LOOP_TEST_RESTORE_GATE names a file: a restore half-way
-    writes its pid there and waits to be killed (tests/test_store_undo_faults.py kills it with SIGKILL)."""
+    writes its pid there and waits to be killed (tests/checkpoint/test_undo_faults.py kills it with SIGKILL)."""
     path = os.environ.get(GATE)
     if not path:
         return

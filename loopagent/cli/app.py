@@ -18,7 +18,7 @@ app = typer.Typer(
     help="A coding agent for any OpenAI-compatible chat-completions server.",
 )
 
-# Settings' defaults as the help shows them; tests/test_cli_help.py holds them to loopagent.config.
+# Settings' defaults as the help shows them; tests/cli/test_help.py holds them to loopagent.config.
 DEFAULTS = {
     "base_url": "http://127.0.0.1:8080/v1", "model": "default", "approval": "edits", "max_steps": 30,
     "ctx_size": "auto", "sandbox": "workspace-write", "provider": "openai",
