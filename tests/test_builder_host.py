@@ -19,8 +19,8 @@ from loopagent.cancel import Cancel
 from loopagent.events import SessionStarted
 from loopagent.messages import ToolResult
 from loopagent.run.build import Host, configure, prepare
-from loopagent.run.launch import open_session
 from loopagent.run.record import open_recording
+from loopagent.run.run import open_session
 from loopagent.run.spec import Flags, RunSpec
 from tests.fakeserver import text_events, tool_events
 

@@ -67,3 +67,38 @@ def test_nothing_in_run_imports_from_cli():
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
             upward += [(path.name, n) for n in names if n == "loopagent.cli" or n.startswith("loopagent.cli.")]
     assert len(list(root.glob("*.py"))) >= 10 and upward == []
+
+
+def test_open_run_owns_the_session_lock_and_turns_run_through_it(tmp_path: Path):
+    """One-shot through `open_run`, in process: the task's turn and a follow-up, the session locked while the
+    run is open and released (its sidecar gone) when the block ends."""
+    import io
+
+    import httpx
+
+    from loopagent.cancel import Cancel
+    from loopagent.run.run import open_run
+    from loopagent.run.spec import RunSpec
+    from loopagent.session.lock import in_use, lock_path
+    from tests.fakeserver import text_events
+
+    answers = iter(["first answer", "second answer"])
+
+    def model(request: httpx.Request) -> httpx.Response:
+        body = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in text_events(next(answers)))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body + b"data: [DONE]\n\n")
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    host = Host(env={"PATH": "/usr/bin:/bin"}, home=tmp_path / "home", cwd=ws, out=io.StringIO(), err=io.StringIO(),
+                transport=httpx.MockTransport(model))
+    spec = RunSpec(task="say hi", workspace=ws, json=True, flags=Flags(sandbox="off", checkpoints=False, ctx_size=16384))
+    with open_run(spec, host) as run:
+        path = run.rec.path
+        assert run.turn(None, Cancel()).status == "completed"
+        assert run.turn("and again", Cancel()).status == "completed"
+        assert in_use(path)  # this process holds the session while the run is open
+    assert not lock_path(path).exists() and in_use(path) == ""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    said = [m.get("content", m.get("text")) for m in lines if m.get("type") == "message" and m.get("role") != "system"]
+    assert said == ["say hi", "first answer", "and again", "second answer"]
