@@ -3,7 +3,7 @@
 The loop, the model client, every tool and the approver get the same token. A part that
 blocks (a stream, a subprocess, a terminal read) either polls `is_set()`, waits on it, selects
 on `fileno()`, or registers `on_cancel(callback)` to unblock itself (kill the process, close
-the stream). Thread-safe; never set from a signal handler directly (see cli/interrupts.py),
+the stream). Thread-safe; never set from a signal handler directly (see run/interrupts.py),
 so its lock can never be taken twice by one thread.
 """
 

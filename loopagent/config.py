@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     approval: Literal["ask", "edits", "all"] = "edits"
     max_steps: int = Field(30, ge=1)
     max_tokens_total: int | None = Field(None, ge=1)  # prompt + completion budget of a run
-    # "auto": asked from the server at the start of a run (cli/discovery.py), else 16384
+    # "auto": asked from the server at the start of a run (run/discovery.py), else 16384
     ctx_size: int | Literal["auto"] = "auto"
     max_tokens: int = Field(4096, ge=1)
     retries: int = Field(4, ge=0)
@@ -234,6 +234,8 @@ class Config:
 
     settings: Settings
     sources: dict[str, str] = field(default_factory=dict)
+    # the kind of each source as a fact (flag, env, project, user), for code that must know: `sources` is for people
+    origins: dict[str, str] = field(default_factory=dict)
     rules: list[Rule] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -262,19 +264,19 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
     config = Config(Settings(), {name: "default" for name in Settings.model_fields})
 
     validate_file(user)
-    layer(config, values, user(), user.where, user)
+    layer(config, values, user(), user.where, user, "user")
     drop_user_only(project.values, project.where, config.warnings)
     validate_file(project)
     allowed = tighten_only(project.values, project.where, Settings(**values), config.warnings)
-    layer(config, values, allowed, project.where, project)
+    layer(config, values, allowed, project.where, project, "project")
     env_values = env_source()
     drop_user_only({ENV_VAR_KEYS[v]: env[v] for v in USER_ONLY_VARS if env.get(v)}, env_source.origin,
                    config.warnings)
     validate(env_values, lambda key: env_source.origin(key))
-    layer(config, values, env_values, env_source.origin, None)
+    layer(config, values, env_values, env_source.origin, None, "env")
     cli = {k: v for k, v in cli.items() if v is not None}
     validate(cli, lambda key: f"--{key.replace('_', '-')}")
-    layer(config, values, cli, lambda key: "command line", None)
+    layer(config, values, cli, lambda key: "command line", None, "flag")
     if values.get("provider") == "ollama" and "base_url" not in values:  # Ollama's port, not llama.cpp's
         values["base_url"] = OLLAMA_URL
         config.sources["base_url"] = "default for provider ollama"
@@ -282,9 +284,11 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
     return config
 
 
-def layer(config: Config, values: dict[str, Any], new: dict[str, Any], origin, source: JsonFileSource | None) -> None:
+def layer(config: Config, values: dict[str, Any], new: dict[str, Any], origin, source: JsonFileSource | None,
+          kind: str) -> None:
     """Put one source's values over the weaker ones; additive lists add up."""
     for key, value in new.items():
+        config.origins[key] = kind
         if key in ADDITIVE:
             values[key] = list(values.get(key, [])) + [v for v in value if v not in values.get(key, [])]
             prior = config.sources[key]

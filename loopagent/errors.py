@@ -22,7 +22,7 @@
 A run that ends on one of these reports `status` in its `result` line and exits `exit_code`
 (events.EXIT_CODES agrees; tests/loop/test_error_tree.py holds both to this table). Import them from
 here; a package whose callers catch some of them exports those too (loopagent.client,
-loopagent.session, loopagent.context, loopagent.tools, loopagent.cli.run).
+loopagent.session, loopagent.context, loopagent.tools, loopagent.run.launch).
 `ConfigError.invalid` turns one pydantic error into the line a user reads: the setting, what it
 must be, the bad value. Signals are not errors: cli.interrupts.Stopped is a BaseException and exits 128 + the signal.
 """

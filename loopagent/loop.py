@@ -88,7 +88,7 @@ class Steering:
 
 @dataclass(frozen=True)
 class Agent:
-    """Built once with everything it needs (loopagent/cli/build.py); a variant is a `dataclasses.replace`."""
+    """Built once with everything it needs (loopagent/run/build.py); a variant is a `dataclasses.replace`."""
 
     model: ModelClient
     registry: Registry

@@ -31,7 +31,7 @@ class Capabilities:
     stream_tools: bool | None = None  # streamed requests with tools get usable replies
     ctx_size: int | None = None  # the context size the server reported (issue 13 item 4)
     ctx_source: str | None = None  # where ctx_size came from: /props, /v1/models, /api/show...; "": nowhere
-    ctx_learned: str | None = None  # when the server was last asked for its context size (cli/discovery.py)
+    ctx_learned: str | None = None  # when the server was last asked for its context size (run/discovery.py)
     learned: str = ""  # ISO 8601 UTC time of the last change
 
     @classmethod

@@ -165,31 +165,36 @@ def agent(
     TASK is the rest of the command line, or what is piped on stdin (then the run is headless:
     a call that needs approval is denied).
     """
-    from loopagent.cli.preflight import piped_task
-    from loopagent.cli.run import RunOptions, UsageError, run_agent
     from loopagent.cli.workspace import find_workspace
+    from loopagent.run.launch import UsageError, run_agent
+    from loopagent.run.preflight import piped_task
+    from loopagent.run.spec import Flags, RunSpec
 
-    flags = {
-        "base_url": base_url, "model": model, "api_key": api_key,
-        "approval": approval.lower() if approval else None, "max_steps": max_steps,
-        "ctx_size": int(ctx_size) if ctx_size and ctx_size.isdigit() else ctx_size, "max_tokens_total": max_tokens_total, "checkpoints": checkpoints,
-        "sandbox": sandbox.lower() if sandbox else None, "sandbox_network": True if network else None,
-        "provider": provider.lower() if provider else None, "mcp_servers": mcp_servers_of(mcp_config, json_out),
-        "check": check, "check_retries": check_retries, "timeout": timeout,
-    }
+    flags = Flags(
+        base_url=base_url, model=model, api_key=api_key, approval=approval.lower() if approval else None,
+        max_steps=max_steps, ctx_size=int(ctx_size) if ctx_size and ctx_size.isdigit() else ctx_size,
+        max_tokens_total=max_tokens_total, checkpoints=checkpoints, sandbox=sandbox.lower() if sandbox else None,
+        sandbox_network=True if network else None, provider=provider.lower() if provider else None,
+        mcp_servers=mcp_servers_of(mcp_config, json_out), check=check, check_retries=check_retries, timeout=timeout,
+    )
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))
-    opts = RunOptions(
-        task=text, workspace=root, flags={k: v for k, v in flags.items() if v is not None},
-        json=json_out, resume=resume, replay=replay, show_thinking=show_thinking, fork=fork,
-    )
+    opts = RunSpec(task=text, workspace=root, flags=flags, json=json_out, resume=resume, replay=replay,
+                   show_thinking=show_thinking, fork=fork)
     if why:
         typer.echo(f"loop: {why}", err=True)
     try:
-        code = run_agent(opts)
+        code = run_agent(opts, interact=start_repl)
     except UsageError as exc:
         raise refuse(str(exc), json_out) from None
     raise typer.Exit(code)
+
+
+def start_repl(agent, rec, settings, renderer, trap) -> int:
+    """The REPL for a run without a task; prompt_toolkit is imported only then."""
+    from loopagent.cli.repl.repl import interact
+
+    return interact(agent, rec, settings, renderer, trap)
 
 
 @app.command()
@@ -273,8 +278,8 @@ def main() -> None:
         code = explain(exc)
     except (KeyboardInterrupt, typer.Abort):
         code = 130
-    except BaseException as exc:  # SIGTERM/SIGHUP outside a turn (cli/interrupts.py): 143 / 129, no traceback
-        from loopagent.cli.interrupts import Stopped
+    except BaseException as exc:  # SIGTERM/SIGHUP outside a turn (run/interrupts.py): 143 / 129, no traceback
+        from loopagent.run.interrupts import Stopped
 
         if not isinstance(exc, Stopped):
             raise

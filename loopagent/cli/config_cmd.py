@@ -52,9 +52,9 @@ def load(workspace: Path, flags: dict):
 def check_known(config) -> None:
     """Exit 2 with one line when a rule's shape names no possible tool (it must not become a shell rule);
     a note on stderr for each tool rule that matches no tool known now (built-in or a configured server's)."""
-    from loopagent.cli.build import mcp_prefixes
     from loopagent.errors import UsageError
     from loopagent.policy.rules import check_rules, unmatched_rules
+    from loopagent.run.build import mcp_prefixes
     from loopagent.tools import default_tools
 
     try:

@@ -72,8 +72,8 @@ def run_doctor(flags: dict[str, Any], workspace, json_out: bool = False) -> int:
     """Probe the configured server and print the table (or JSON); 0 when loop can work with it, else 1."""
     import typer
 
-    from loopagent.cli.build import Host
     from loopagent.cli.config_cmd import load
+    from loopagent.run.build import Host
 
     config = load(workspace, flags)  # a bad file or value: one line, exit 2
     host = Host.current()
@@ -110,8 +110,8 @@ def examine(config, host, provider: str) -> Report:
     """Run the probes against the configured server and judge what came back."""
     import httpx
 
-    from loopagent.cli.build import make_client
     from loopagent.messages import UserMessage
+    from loopagent.run.build import make_client
     from loopagent.secrets import Redactor, known_secrets, public_url
 
     settings = config.settings
@@ -170,9 +170,9 @@ def listed(report: Report, http, settings, hide) -> bool:
     """GET /models: a row each for reachable and models listed; False (and `fatal`) when nothing more is worth asking."""
     import httpx
 
-    from loopagent.cli.hints import BAD_KEY, NO_KEY
     from loopagent.client.openai import _reason, _server_message
     from loopagent.client.probe import api_root
+    from loopagent.run.hints import BAD_KEY, NO_KEY
     from loopagent.secrets import public_url
 
     path = "/api/tags" if report.provider == "ollama" else "/models"  # Ollama lists its models there
@@ -282,7 +282,7 @@ def _quote(text: str, limit: int = 40) -> str:
 
 def judge(report: Report, config, text: Probe, streamed: Probe, plain: Probe, ctx: tuple[int | None, str]) -> None:
     """The table's rows after the model list, the verdict, and the settings loop will use."""
-    from loopagent.cli.hints import BAD_KEY, NO_KEY
+    from loopagent.run.hints import BAD_KEY, NO_KEY
 
     settings = config.settings
     rows = report.rows

@@ -75,7 +75,7 @@ def replay_session(spec: str, directory: Path | None, strict: bool, approval: st
     """Replay the session `spec` names; the exit code (0 same, 1 diverged, 130 interrupted)."""
     import tempfile
 
-    from loopagent.cli.build import Host
+    from loopagent.run.build import Host
 
     host = Host.current()
     loaded = resolve(spec, directory, host)

@@ -24,24 +24,24 @@ class RecordedAnswers:
 
 def rerun(source, copy: Path, strict: bool, host) -> int:
     """Run `source`'s turns on `copy`, print the table of calls and the verdict; the exit code."""
-    from loopagent.cli.build import configure
     from loopagent.cli.replay_cmd import Refused, mode_for, sink
-    from loopagent.cli.run import RunOptions
     from loopagent.errors import ConfigError, UsageError
     from loopagent.render.safe import printable
+    from loopagent.run.build import configure
+    from loopagent.run.spec import Flags, RunSpec
 
     loaded = source.loaded
     recorded: list[Message] = list(loaded.history)  # a call cut off by a kill has no result: not judged
     start = next(i for i, m in enumerate(recorded) if isinstance(m, UserMessage)) + 1
     # no MCP server: its tools act outside the copy (a real repository, a ticket system), and a replay
     # must change nothing but the copy; their calls are answered "unknown tool" and shown "not replayed"
-    opts = RunOptions(task=recorded[start - 1].content, workspace=copy, flags={"checkpoints": False,
-                      "mcp_servers": {}}, json=True, replay=loaded.path)
+    opts = RunSpec(task=recorded[start - 1].content, workspace=copy, flags=Flags(checkpoints=False, mcp_servers={}),
+                   json=True, replay=loaded.path)
     inside = replace(host, cwd=copy, out=sink())
     try:
         mode, note = mode_for(source, configure(opts, inside).settings.approval)
         if mode:
-            opts = replace(opts, flags={**opts.flags, "approval": mode})
+            opts = replace(opts, flags=replace(opts.flags, approval=mode))
         # someone else's "yes" at a question is no answer for this user: what asks is denied
         answers = source.own and not headless_recording(recorded)
         history, status = drive(opts, recorded, start, loaded, inside, answers)
@@ -64,9 +64,9 @@ def rerun(source, copy: Path, strict: bool, host) -> int:
 
 def drive(opts, recorded: list[Message], start: int, loaded, host, answers: bool) -> tuple[list[Message], str]:
     """The replay's history and how its last run ended: one agent run per user message of the recording."""
-    from loopagent.cli.build import configure, prepare
-    from loopagent.cli.interrupts import Trap
     from loopagent.client.replay import SessionTurns
+    from loopagent.run.build import configure, prepare
+    from loopagent.run.interrupts import Trap
 
     # the model: the very call objects of `recorded` (RecordedAnswers knows them); the approver None: the
     # recorded run could not ask (what needed approval was denied, as now), or it is not the user's

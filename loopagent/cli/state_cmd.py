@@ -51,8 +51,8 @@ def timeline(workspace: Path | None, writing: bool = False):
 def sessions(workspace: Workspace = None, tree: Annotated[bool, typer.Option(
         "--tree", help="Show forks indented under the sessions they branched from.")] = False) -> None:
     """List the workspace's saved sessions, newest first: id, time, steps, status, task."""
-    from loopagent.cli.record import describe_sessions, describe_tree
     from loopagent.config import loop_home
+    from loopagent.run.record import describe_sessions, describe_tree
     from loopagent.session import listing
 
     found = listing(loop_home(), checked(workspace))
@@ -65,7 +65,7 @@ def sessions(workspace: Workspace = None, tree: Annotated[bool, typer.Option(
 def checkpoints(workspace: Workspace = None) -> None:
     """List the workspace's checkpoints, newest first, with what each was taken before."""
     from loopagent.checkpoint import CheckpointError
-    from loopagent.cli.record import describe_checkpoint
+    from loopagent.run.record import describe_checkpoint
 
     try:
         found = timeline(workspace).list()

@@ -161,7 +161,7 @@ def probe(http: httpx.Client, base_url: str, model: str, provider: str = "openai
 # Who answers /v1/models, by the `owned_by` its entries carry (each server writes its own word there).
 OWNERS = {"me": "llama-cpp-python", "llamacpp": "llama-server", "vllm": "vLLM", "library": "Ollama",
           "organization_owner": "LM Studio"}
-# ...else by the endpoint that reported the context size (cli/discovery.py's labels).
+# ...else by the endpoint that reported the context size (run/discovery.py's labels).
 LABELS = {"llama.cpp": "llama-server", "vLLM": "vLLM", "LM Studio": "LM Studio", "Ollama": "Ollama"}
 
 

@@ -68,6 +68,6 @@ def window_error(status: int, said: str, body: Any, heading: str) -> WindowExcee
 
 def refusal(status: int, heading: str, body: Any) -> ModelError:
     """The error for an HTTP error status; `heading` is `HTTP N from URL: what the server said`."""
-    if status in (401, 403):  # not the model's fault: the key (status error, cli/hints.py says what to do)
+    if status in (401, 403):  # not the model's fault: the key (status error, run/hints.py says what to do)
         return ServerUnavailable(heading)
     return window_error(status, heading, body, heading) or ModelError(heading)

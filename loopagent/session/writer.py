@@ -251,11 +251,14 @@ class SessionWriter:
             self.lock.move(path)
 
     def close(self) -> None:
-        """Close the file and give up its lock."""
+        """Close the file and give up its lock; once closed, again is nothing (the fd's number may be reused)."""
+        if self.fd < 0:
+            return
         try:
             os.close(self.fd)
         except OSError:
             pass
+        self.fd = -1
         if self.lock is not None:
             self.lock.release()
             self.lock = None

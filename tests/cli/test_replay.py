@@ -113,15 +113,16 @@ def test_record_then_replay(server, run_loop, loop_home: Path, tmp_path: Path, m
     assert "renamed: FAIL" in verdict
 
     # --replay SESSION_FILE: the session's assistant messages as the model's turns, on a fresh copy.
-    from loopagent.cli.build import Host
-    from loopagent.cli.run import RunOptions, run_agent
+    from loopagent.run.build import Host
+    from loopagent.run.launch import run_agent
+    from loopagent.run.spec import Flags, RunSpec
     from tests.conftest import clean_env
 
     session = next((loop_home / "sessions").rglob("*.jsonl"))
     again = tmp_path / "again"
     shutil.copytree(pristine, again)
     host = Host(env=clean_env(loop_home), home=loop_home, cwd=again, out=io.StringIO(), err=io.StringIO())
-    opts = RunOptions("fix add", again, flags={"approval": "all"}, json=True, replay=session)
+    opts = RunSpec("fix add", again, flags=Flags(approval="all"), json=True, replay=session)
     assert run_agent(opts, host=host) == 0, host.err.getvalue()
     assert "a + b" in (again / "calc.py").read_text()
     assert len(server.requests) == asked

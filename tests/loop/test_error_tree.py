@@ -42,7 +42,7 @@ def test_the_tree_has_the_documented_shape():
 
 def test_names_stay_importable_where_they_were():
     from loopagent import client
-    from loopagent.cli import run
+    from loopagent.run import launch as run
 
     assert (client.ModelError, client.IncompleteTurn, client.Cancelled) == (
         errors.ModelError, errors.IncompleteTurn, errors.Cancelled)

@@ -105,16 +105,17 @@ def test_a_server_that_never_answers_is_a_warning_after_startup_timeout(run_loop
 
 def test_the_servers_end_with_the_run_not_with_the_process(server, workspace, loop_home, tmp_path):
     # A host that runs several agents in one process (an eval worker, an IDE) must not collect servers.
-    from loopagent.cli.build import Host
-    from loopagent.cli.run import RunOptions, run_agent
+    from loopagent.run.build import Host
+    from loopagent.run.launch import run_agent
+    from loopagent.run.spec import Flags, RunSpec
 
     marker = tmp_path / "started"
     user_file(loop_home, notes(marker))
     server.add(tools(("mcp__notes__read_note", {"name": "x"})), text("ok"))
     host = Host(env=clean_env(loop_home), home=loop_home, cwd=workspace,
                 out=io.StringIO(), err=io.StringIO())
-    opts = RunOptions(task="read note x", workspace=workspace, json=True,
-                      flags={"base_url": server.url, "approval": "all", "checkpoints": False, "ctx_size": 16384})
+    opts = RunSpec(task="read note x", workspace=workspace, json=True,
+                   flags=Flags(base_url=server.url, approval="all", checkpoints=False, ctx_size=16384))
     assert run_agent(opts, host=host) == 0, host.err.getvalue()
     [pid] = pids(marker)
     wait_for(lambda: gone(pid), timeout=10)  # this process goes on; the server did not wait for its exit

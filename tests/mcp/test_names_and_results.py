@@ -45,7 +45,7 @@ def test_structured_content_is_json_when_there_is_no_text():
 
 def test_a_run_without_servers_does_not_import_the_sdk():
     code = ("import sys; from loopagent.config import load_config; from pathlib import Path; "
-            "load_config(Path('.'), {}, {'LOOP_HOME': '/nonexistent'}); import loopagent.cli.build; "
+            "load_config(Path('.'), {}, {'LOOP_HOME': '/nonexistent'}); import loopagent.run.build; "
             "print('mcp' in sys.modules, 'anyio' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["False", "False"]

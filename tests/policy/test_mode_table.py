@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from loopagent.cancel import Cancel
-from loopagent.cli.approve import PromptApprover
 from loopagent.client.replay import ReplayClient
 from loopagent.loop import HEADLESS_DENIAL, Agent, Steering
 from loopagent.messages import ToolResult
 from loopagent.policy import Policy, Rule
+from loopagent.run.approve import PromptApprover
 from loopagent.tools import Registry, ToolContext
 from loopagent.tools.files import ReadFile, WriteFile
 from loopagent.tools.shell import Shell, ShellParams

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from loopagent.cancel import Cancel
-from loopagent.cli.approve import PromptApprover
 from loopagent.messages import ToolCall
 from loopagent.policy import Decision
 from loopagent.render.safe import printable
 from loopagent.render.terminal import TerminalRenderer
+from loopagent.run.approve import PromptApprover
 from tests.conftest import clean_env, where_shells_run
 from tests.fakeserver import Reply, _chunk, text, tool_events, tools
 from tests.pty import ANSI, Terminal

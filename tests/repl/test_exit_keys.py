@@ -104,7 +104,7 @@ def test_a_sigint_between_prompts_is_counted_not_raised():
     import os
     import signal
 
-    from loopagent.cli.interrupts import Trap
+    from loopagent.run.interrupts import Trap
     from tests.conftest import wait_for
 
     with Trap() as trap:

@@ -155,12 +155,12 @@ def in_process_repl(tmp_path, monkeypatch, turns: list, width: int, services=Non
     import sys
 
     from loopagent.cli.repl.repl import Repl
-    from loopagent.cli.repl.services import Services
     from loopagent.client.replay import ReplayClient
     from loopagent.config import Settings
     from loopagent.loop import Agent
     from loopagent.messages import SystemMessage
     from loopagent.render.terminal import TerminalRenderer
+    from loopagent.run.services import Services
     from loopagent.tools import Registry, ToolContext, default_tools
     from loopagent.tools.workspace import Workspace
 
@@ -196,9 +196,9 @@ def test_tokens_names_each_task_above_its_steps(tmp_path, monkeypatch):
 
 
 def test_sessions_rows_fit_the_screen_with_the_task_cut_by_an_ellipsis(tmp_path, monkeypatch):
-    from loopagent.cli.record import describe_sessions
     from loopagent.cli.repl.commands import COMMANDS
-    from loopagent.cli.repl.services import Services
+    from loopagent.run.record import describe_sessions
+    from loopagent.run.services import Services
     from loopagent.session.catalog import Summary
 
     found = [Summary("20260101T101500Z-fix-the-failing-test-in-the-path-rules", tmp_path / "a.jsonl",

@@ -16,11 +16,12 @@ import httpx
 import pytest
 
 from loopagent.cancel import Cancel
-from loopagent.cli.build import Host, configure, prepare
-from loopagent.cli.record import open_recording
-from loopagent.cli.run import RunOptions, open_session
 from loopagent.events import SessionStarted
 from loopagent.messages import ToolResult
+from loopagent.run.build import Host, configure, prepare
+from loopagent.run.record import open_recording
+from loopagent.run.run import open_session
+from loopagent.run.spec import Flags, RunSpec
 from tests.fakeserver import text_events, tool_events
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -56,9 +57,9 @@ def host_for(tmp: Path, name: str, model: Model) -> Host:
                 transport=httpx.MockTransport(model))
 
 
-def options(host: Host, name: str) -> RunOptions:
-    return RunOptions(task=f"task of {name}", workspace=host.cwd, json=True,
-                      flags={"sandbox": "off", "checkpoints": False})
+def options(host: Host, name: str) -> RunSpec:
+    return RunSpec(task=f"task of {name}", workspace=host.cwd, json=True,
+                   flags=Flags(sandbox="off", checkpoints=False))
 
 
 def run_both(tmp: Path, with_sessions: bool) -> dict:
@@ -132,7 +133,7 @@ def test_each_agent_writes_its_session_under_its_own_home(tmp_path, loop_home):
 def test_the_agent_is_built_once_frozen_after_its_session_opened_the_writer_first_the_checkpoints_last(tmp_path):
     host = host_for(tmp_path, "a", Model("a", threading.Barrier(1)))
     seen: list = []
-    opts = RunOptions(task="task of a", workspace=host.cwd, json=True, flags={"sandbox": "off"})
+    opts = RunSpec(task="task of a", workspace=host.cwd, json=True, flags=Flags(sandbox="off"))
     built = prepare(configure(opts, host), opts, host, [seen.append])
     assert built.agent is None  # nothing is built before the session is open
     rec = open_session(built, opts, host)

@@ -1,11 +1,11 @@
-"""The reply budget of a window and the smallest window check_window suggests (cli/discovery.py, preflight.py)."""
+"""The reply budget of a window and the smallest window check_window suggests (run/discovery.py, preflight.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from loopagent.cli.discovery import reply_budget
-from loopagent.cli.preflight import least_size
+from loopagent.run.discovery import reply_budget
+from loopagent.run.preflight import least_size
 
 
 @pytest.mark.parametrize(("ctx", "max_tokens", "budget"), [

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from loopagent.cancel import Cancel
-from loopagent.cli.approve import PromptApprover
 from loopagent.client.openai import OpenAIClient, build_request, wire_tool
 from loopagent.details import Details
 from loopagent.loop import HEADLESS_DENIAL, Agent, Steering
 from loopagent.messages import ToolCall, ToolResult, UserMessage
 from loopagent.policy import Policy
+from loopagent.run.approve import PromptApprover
 from loopagent.tools import Registry, Resource, SchemaTool, ToolContext, ToolError, ToolSpec, default_tools
 from loopagent.tools.workspace import Workspace
 from tests.fakeserver import FakeServer, Reply, text_events, tool_events

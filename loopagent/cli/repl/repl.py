@@ -2,7 +2,7 @@
 
 A session file that can no longer be written ends the REPL after the turn it broke: one line
 on stderr (the run's `error`), exit 1, the files and the session up to that point kept.
-Ctrl+C during a turn sets the turn's cancel token (cli/interrupts.py): the stream closes, the
+Ctrl+C during a turn sets the turn's cancel token (run/interrupts.py): the stream closes, the
 running tools stop, every open call is answered "cancelled by the user" and the prompt returns.
 SIGTERM or SIGHUP does the same and then ends the REPL (143 / 129). While a turn runs, what the
 person types is read without echo and queued (cli/repl/typeahead.py): when the turn ends, a queued slash
@@ -29,7 +29,6 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 
 from loopagent.cancel import Cancel
-from loopagent.cli.interrupts import Stopped
 from loopagent.cli.repl import commands
 from loopagent.cli.repl.complete import ReplCompleter, add_tab, server_models
 from loopagent.cli.repl.slash import tokens_label
@@ -38,6 +37,7 @@ from loopagent.cli.repl.typeahead import EXIT, PausingApprover, TypeAhead
 from loopagent.config import loop_home
 from loopagent.events import AssistantDone, Event, RunEnd
 from loopagent.messages import UserMessage
+from loopagent.run.interrupts import Stopped
 
 if TYPE_CHECKING:
     pass
@@ -284,7 +284,7 @@ class Repl(ReplState):
             self.prefill = "\n".join([*queued, self.prefill]).strip()
         else:
             self.pending.extend(queued)
-        from loopagent.cli.hints import hint_for
+        from loopagent.run.hints import hint_for
 
         if hint := hint_for(end, self.settings.api_key is not None):  # a server that failed: what to do
             self.renderer.say(f"hint: {hint}", "dim")
@@ -299,3 +299,8 @@ class Repl(ReplState):
             self.renderer.say(note, "dim" if note.startswith("attached") else "yellow")
         notes, self.context_notes = self.context_notes, []
         return "\n\n".join([*notes, with_attachments(text, attached)])
+
+
+def interact(agent, rec, settings, renderer, trap) -> int:
+    """The REPL over a run's agent and recording (run/launch.py calls it for a run without a task)."""
+    return Repl(agent, rec.history, settings, renderer, services=rec.services(agent.policy), trap=trap).run()

@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from loopagent.cli.repl.services import Services
+from loopagent.run.services import Services
 
 if TYPE_CHECKING:
     from prompt_toolkit import PromptSession
 
-    from loopagent.cli.interrupts import Trap
     from loopagent.config import Settings
     from loopagent.loop import Agent
     from loopagent.messages import Message
     from loopagent.render.terminal import TerminalRenderer
+    from loopagent.run.interrupts import Trap
 
 
 @dataclass

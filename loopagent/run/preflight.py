@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from loopagent.errors import UsageError
 
 if TYPE_CHECKING:
-    from loopagent.cli.build import Built
+    from loopagent.run.build import Built
 
 
 def piped_task(stdin: BinaryIO | None) -> str | None:
@@ -41,25 +41,16 @@ def check_window(built: Built, task: str | None) -> None:
     if fixed <= window.limit:
         return
     reserve = window.ctx_size - window.limit
-    least = least_size(fixed, configured_max_tokens(built))
-    source = built.config.sources.get("ctx_size", "default")
+    least = least_size(fixed, built.fitted.asked_max_tokens)
     raise UsageError(
-        f"context size {window.ctx_size:,} ({source}) is too small: the system prompt, tools and task take "
+        f"context size {window.ctx_size:,} ({built.fitted.window.label}) is too small: the system prompt, tools and task take "
         f"~{fixed:,} tokens and a reply needs {reserve:,} more (max_tokens {window.reserve:,}, at most half "
         f"the window); use --ctx-size {least:,} or more")
 
 
-def configured_max_tokens(built: Built) -> int:
-    """max_tokens as configured, before cli/discovery.py capped it to fit a small window."""
-    import re
-
-    found = re.search(r"\(was (\d+)\)", built.config.sources.get("max_tokens", ""))
-    return int(found.group(1)) if found else built.settings.max_tokens
-
-
 def least_size(fixed: int, max_tokens: int) -> int:
     """The smallest context size whose prompt limit holds `fixed` tokens, with the reply budget that size gets."""
-    from loopagent.cli.discovery import reply_budget
+    from loopagent.run.discovery import reply_budget
 
     # high always fits (the budget is at most half); fits(size) only turns true once: see reply_budget
     low, high = fixed + 1, 2 * fixed + max_tokens + 256

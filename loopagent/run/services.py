@@ -1,6 +1,6 @@
 """What the REPL uses of its run beyond the agent: the session file and the checkpoints.
 
-The run that owns them fills this in (cli/record.py); each part is None where the run has none (a REPL
+The run that owns them fills this in (run/record.py); each part is None where the run has none (a REPL
 built bare in a test, checkpoints off), and the command that needs it says so.
 """
 
@@ -20,4 +20,4 @@ class Services:
     fork_session: Callable[[list[Message]], None] | None = None  # continue in a new file holding this history
     session_path: Callable[[], Path] | None = None  # the file written now (a fork changes it)
     leave_session: Callable[[], None] | None = None  # on leaving: a session in which nothing was said goes
-    checkpoints: Any = None  # cli/record.py's CheckpointCommands: lines, diff, timeline
+    checkpoints: Any = None  # run/record.py's CheckpointCommands: lines, diff, timeline

@@ -22,13 +22,14 @@ from loopagent.render.safe import printable
 from loopagent.secrets import Redactor, environment, known_secrets, scrubbed_env
 
 if TYPE_CHECKING:
-    from loopagent.cli.record import Recording
-    from loopagent.cli.run import RunOptions
     from loopagent.context import ContextWindow
     from loopagent.hooks import Hooks
     from loopagent.loop import Agent, Limits
     from loopagent.messages import Usage
     from loopagent.policy import Policy
+    from loopagent.run.discovery import Fitted
+    from loopagent.run.record import Recording
+    from loopagent.run.spec import RunSpec
     from loopagent.tools import Registry, ToolContext
 
 
@@ -71,11 +72,12 @@ class Host:
 class Built:
     """What a run's agent is made of, known before the agent is, and what the run around it needs.
 
-    `assemble` builds the agent, once: after the session it records to is opened (cli/record.py), so
+    `assemble` builds the agent, once: after the session it records to is opened (run/record.py), so
     the session's writer, health and checkpoints are part of it from the start.
     """
 
-    config: Config
+    config: Config  # as loaded; `fitted` holds the settings in force
+    fitted: Fitted  # the settings with the context size resolved, and where that size came from
     interactive: bool  # the REPL: no task, not --json, a terminal on both ends
     model: Any  # the model client
     registry: Registry
@@ -100,7 +102,7 @@ class Built:
 
     @property
     def settings(self) -> Settings:
-        return self.config.settings
+        return self.fitted.settings
 
     def listeners_for(self, rec: Recording | None) -> tuple[Listener, ...]:
         """The agent's listeners, in the order each event reaches them (`rec`: the session it records to).
@@ -113,8 +115,8 @@ class Built:
         """
         if rec is None:
             return (self.hooks.observe, *self.listeners, self.printer or self.renderer)
-        from loopagent.cli.record import Relabel
         from loopagent.render.notes import StderrNotes
+        from loopagent.run.record import Relabel
 
         session = (rec.writer, Relabel(rec)) if rec.unnamed else (rec.writer,)
         checkpoints = () if rec.checkpoints is None else (rec.checkpoints,)
@@ -142,12 +144,12 @@ class Built:
         return agent
 
 
-def configure(opts: RunOptions, host: Host) -> Config:
+def configure(opts: RunSpec, host: Host) -> Config:
     """The effective configuration for `opts` under `host`; a bad value raises UsageError (exit 2)."""
     if not opts.workspace.is_dir():
         raise UsageError(f"workspace {opts.workspace} is not a directory")
     try:
-        return load_config(opts.workspace, opts.flags, host.environ)
+        return load_config(opts.workspace, opts.flags.given(), host.environ)
     except ConfigError:
         raise
     except ValueError as exc:
@@ -195,7 +197,7 @@ def scrub_secrets(settings: Settings, environ: Mapping[str, str]) -> tuple[dict[
     return env, Redactor(known_secrets(environ, api_key, settings.base_url))
 
 
-def output(opts: RunOptions, host: Host, tools: Any = None) -> tuple[Any, Any]:
+def output(opts: RunSpec, host: Host, tools: Any = None) -> tuple[Any, Any]:
     """(JSON printer, terminal renderer) on the host's stdout: the printer under --json, else the renderer
     of the run's `tools` (their specs)."""
     if opts.json:
@@ -248,7 +250,7 @@ def mcp_prefixes(settings: Settings) -> list[str]:
 def approver_for(renderer, sandbox, host: Host):
     """The terminal's approver. With stdout redirected the renderer writes to a file: the question and
     its context go to the terminal instead."""
-    from loopagent.cli.approve import PromptApprover
+    from loopagent.run.approve import PromptApprover
 
     return PromptApprover(show=renderer.show_approval if host.stdout_tty else None,
                           sandbox=sandbox.executor.describe())
@@ -272,18 +274,18 @@ def check_for(settings: Settings, tools, none):
     return Check(settings.check, tools, settings.check_timeout)
 
 
-def prepare(config: Config, opts: RunOptions, host: Host, listeners: list[Listener] | None = None) -> Built:
+def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener] | None = None) -> Built:
     """What an agent for `opts` from `config` is made of, taking from the process only what `host` holds.
 
     Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
     `host.err`, once, before anything runs.
     """
-    from loopagent.cli import discovery
     from loopagent.context import ContextWindow
     from loopagent.policy import policy_for
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
     from loopagent.prompt import system_prompt
+    from loopagent.run import discovery
     from loopagent.sandbox import open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
     from loopagent.tools.workspace import Workspace
@@ -310,7 +312,8 @@ def prepare(config: Config, opts: RunOptions, host: Host, listeners: list[Listen
     if not opts.task and not interactive and not opts.resume and not opts.fork:
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
     headless = opts.json or not host.stdin_tty
-    settings = discovery.apply(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
+    fitted = discovery.fit(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
+    settings = fitted.settings
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
     registry = Registry([*builtin, *mcp_tools_of(hub, host)])
@@ -321,6 +324,6 @@ def prepare(config: Config, opts: RunOptions, host: Host, listeners: list[Listen
                         executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
-    return Built(config, interactive, model, registry, tools, policy, approver,
+    return Built(config, fitted, interactive, model, registry, tools, policy, approver,
                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
                  pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)

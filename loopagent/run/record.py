@@ -1,7 +1,7 @@
 """What a run leaves on disk: its session file and its checkpoints, opened before the agent is built.
 
 The session writer is a listener (it records the feed); its failure reaches the loop through the
-agent's `Steering.health`, and checkpoints are its `before_change` step (cli/build.py `Built.assemble`).
+agent's `Steering.health`, and checkpoints are its `before_change` step (run/build.py `Built.assemble`).
 Everything this module has to say (the session started, a repair, a session recorded elsewhere) is an
 event, said through the agent once it is built (`announce`), never a print.
 """
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loopagent.cli.repl.services import Services
 from loopagent.config import Settings, loop_home
 from loopagent.events import Compacted, Event, Listener, MessageAdded, Notice, SessionStarted
 from loopagent.loop import Agent
 from loopagent.messages import Message, SystemMessage, UserMessage
+from loopagent.run.services import Services
 from loopagent.session import (
     SessionError,
     SessionWriteError,
@@ -35,6 +35,7 @@ from loopagent.session.typed import typed
 
 if TYPE_CHECKING:
     from loopagent.policy import Policy
+    from loopagent.run.discovery import Window
 
 CONTINUE = "Continue."
 
@@ -103,41 +104,34 @@ class Recording:
         )
 
 
-def ctx_source(label: str) -> str:
-    """Where --ctx-size came from, as the `session` event names it: flag, config, server or default."""
-    if label in ("default", "server", "flag", "config"):
-        return label
-    if label.startswith(("server (", "default (")):  # asked of the server (cli/discovery.py)
-        return label.split(" ", 1)[0]
-    return "flag" if label == "command line" else "config"  # a config file or a LOOP_* variable
-
-
 def open_recording(workspace: Path, settings: Settings, task: str | None, resume: str | None, system: str,
-                   interactive: bool = False, source: str = "default", home: Path | None = None,
+                   interactive: bool = False, window: Window | None = None, home: Path | None = None,
                    fork: str | None = None) -> Recording:
     """Open (or resume) the session and its checkpoints, saying nothing yet: `announce` says it through the
-    agent built with the recording (cli/build.py `Built.assemble`), its writer first among the listeners.
+    agent built with the recording (run/build.py `Built.assemble`), its writer first among the listeners.
 
     A new session starts with the system message (and the task, unless interactive); `fork`
-    (SESSION[:N]) starts one with SESSION's messages instead. Raises SessionError when a session cannot
+    (SESSION[:N]) starts one with SESSION's messages instead; `window` is the context size in force and its
+    origin (None: the settings' size, by default). Raises SessionError when a session cannot
     be found or read (nothing of it stays open).
     """
-    from loopagent.cli.discovery import notes as window_notes
+    from loopagent.run.discovery import Window
 
+    window = window or Window(settings.ctx_size, "default")
     home = home or loop_home()
     writable(home, workspace, settings.checkpoints)
     if fork and resume:
         raise SessionError("--fork and --resume cannot be combined: a fork is a new session")
-    label = ctx_source(source)
+    source = window.source
     if resume:
-        rec = resumed(home, workspace, settings, resume, task, interactive, label)
+        rec = resumed(home, workspace, settings, resume, task, interactive, source)
     elif fork:
-        rec = forked(home, workspace, settings, fork, task, interactive, label)
+        rec = forked(home, workspace, settings, fork, task, interactive, source)
     else:
-        rec = started(home, workspace, settings, task, interactive, label)
+        rec = started(home, workspace, settings, task, interactive, source)
         rec.system = SystemMessage(system)
-    rec.source, rec.home = label, home
-    rec.notes = [Notice("note", text) for text in window_notes(settings, source)]
+    rec.source, rec.home = source, home
+    rec.notes = [Notice("note", text) for text in window.notes(settings)]
     if settings.checkpoints:
         from loopagent.checkpoint import Recorder, Timeline
 

@@ -9,19 +9,23 @@ answered nothing is remembered the same way, so it is not asked four questions o
 
 Small windows get a compact system prompt (under 4096 tokens, prompt.py) and a reply budget that
 leaves the prompt room (`reply_budget`): with half of a 2048-token window for the
-reply, loop's ~1,300-token system prompt and tool specs would not fit at all. The label this module writes into the config's sources tells cli/record.py what to say
-about it once the session is open.
+reply, loop's ~1,300-token system prompt and tool specs would not fit at all. The `Window` this module
+returns says, as facts, where the size came from and what run/record.py tells the user once the session
+is open; nothing downstream reads a label back.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from loopagent.cli.build import Host
-    from loopagent.config import Config
+    from loopagent.config import Config, Settings
+    from loopagent.run.build import Host
+
+Origin = Literal["flag", "env", "project", "user", "server", "default"]
+KEPT = "kept in servers.json"
 
 DEFAULT_CTX = 16384
 SMALL_WINDOW = 4096  # below this the system prompt is the compact one (and the reply less than half)
@@ -31,11 +35,47 @@ PROBE_TIMEOUT = 1.5  # per request: a local server answers in milliseconds; a si
 
 
 @dataclass(frozen=True)
-class Resolved:
-    """The context size in force and where it came from (`label` goes into the config's sources)."""
+class Window:
+    """The context size in force, where it came from, and what there is to say about it."""
 
     size: int
-    label: str  # "server (llama.cpp /props at URL)", "default (...)", or the config's own label
+    origin: Origin
+    where: str = ""  # the config's own label, the endpoint that answered, or why the default was assumed
+    kept: bool = False  # the server's answer (or silence) as kept in servers.json: told when it was learned
+
+    @property
+    def source(self) -> str:
+        """What the `session` event names: flag, config, server or default."""
+        return "config" if self.origin in ("env", "project", "user") else self.origin
+
+    @property
+    def label(self) -> str:
+        """The size's origin as a person reads it (an error message, `loop config`)."""
+        if self.origin in ("server", "default") and self.where:
+            return f"{self.origin} ({self.where}{', ' + KEPT if self.kept else ''})"
+        return self.where or self.origin
+
+    def notes(self, settings: Settings) -> list[str]:
+        """What to tell the user about the window once the session is open (run/record.py emits them)."""
+        out = []
+        if not self.kept and self.where and self.origin == "server":
+            out.append(f"context size {settings.ctx_size:,} tokens, from {self.where}")
+        elif not self.kept and self.where and self.origin == "default":
+            out.append(f"context size {settings.ctx_size:,} tokens assumed: {self.where}")
+        if settings.ctx_size < SMALL_WINDOW:  # also where reply_budget leaves the reply less than half
+            out.append(f"small context window ({settings.ctx_size:,} tokens): a compact system prompt, and replies "
+                       f"capped at {settings.max_tokens:,} tokens so prompt and reply fit")
+        return out
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What `fit` resolved: the settings in force (ctx_size a number, max_tokens within the window), the
+    window with its origin, and max_tokens as configured before it was capped."""
+
+    settings: Settings
+    window: Window
+    asked_max_tokens: int
 
 
 def reply_budget(ctx_size: int, max_tokens: int) -> int:
@@ -46,13 +86,14 @@ def reply_budget(ctx_size: int, max_tokens: int) -> int:
     return min(max_tokens, ctx_size // 2, max(256, ctx_size // 4, ctx_size - PROMPT_FLOOR))
 
 
-def resolve(config: Config, host: Host, replay: bool = False) -> Resolved:
+def resolve(config: Config, host: Host, replay: bool = False) -> Window:
     """The size in force for `config` (asking the server only when ctx_size is auto and not replaying)."""
     settings = config.settings
     if settings.ctx_size != "auto":
-        return Resolved(settings.ctx_size, config.sources.get("ctx_size", "default"))
+        origin = config.origins.get("ctx_size", "default")
+        return Window(settings.ctx_size, origin, config.sources.get("ctx_size", "default") if origin != "default" else "")
     if replay:  # a recording has no server to ask
-        return Resolved(DEFAULT_CTX, "default")
+        return Window(DEFAULT_CTX, "default")
     from loopagent.client.refusal import SOURCE as REFUSAL
     from loopagent.render.safe import printable
     from loopagent.servers import ServerBook, server_key
@@ -66,22 +107,22 @@ def resolve(config: Config, host: Host, replay: bool = False) -> Resolved:
     known = book.get(key)
     if known.ctx_source is not None and _fresh(known.ctx_learned):
         if known.ctx_size:
-            return Resolved(known.ctx_size, f"server ({known.ctx_source}, kept in servers.json)")
-        return Resolved(DEFAULT_CTX, "default (the server reports no context size, kept in servers.json)")
+            return Window(known.ctx_size, "server", known.ctx_source, kept=True)
+        return Window(DEFAULT_CTX, "default", "the server reports no context size", kept=True)
     size, source, reached = _ask(settings, host, provider)
     if not reached:  # nothing is learned from a server that is down: ask again next run
-        return Resolved(DEFAULT_CTX, f"default ({_public(settings.base_url)} did not answer; {_override})")
+        return Window(DEFAULT_CTX, "default", f"{_public(settings.base_url)} did not answer; {_override}")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if not size and known.ctx_size and known.ctx_source == REFUSAL:
         # The server's own 400 stated its window and the endpoints still say nothing (llama-cpp-python):
         # that statement stays true until an endpoint says otherwise, so a day does not forget it.
         book.update(key, ctx_learned=stamp)
-        return Resolved(known.ctx_size, f"server ({REFUSAL}, kept in servers.json)")
+        return Window(known.ctx_size, "server", REFUSAL, kept=True)
     book.update(key, ctx_size=size, ctx_source=source, ctx_learned=stamp)
     if size:
-        return Resolved(size, f"server ({source} at {_where(settings.base_url, source)})")
-    return Resolved(DEFAULT_CTX, f"default (the server at {_public(settings.base_url)} reports no context size "
-                                 f"at /props, /v1/models, /api/v0/models or /api/show; {_override})")
+        return Window(size, "server", f"{source} at {_where(settings.base_url, source)}")
+    return Window(DEFAULT_CTX, "default", f"the server at {_public(settings.base_url)} reports no context size "
+                                          f"at /props, /v1/models, /api/v0/models or /api/show; {_override}")
 
 
 _override = "set --ctx-size or ctx_size to the server's window"
@@ -124,27 +165,11 @@ def _where(base_url: str, source: str) -> str:
     return _public(api_root(base_url) + source.rsplit(" ", 1)[-1])
 
 
-def apply(config: Config, host: Host, replay: bool = False):
-    """Put the size in force (and a reply budget that fits it) into `config` with its source; the new settings."""
-    resolved = resolve(config, host, replay)
+def fit(config: Config, host: Host, replay: bool = False) -> Fitted:
+    """The size in force for `config`, and the settings with it and a reply budget that fits it; `config`
+    itself is left as loaded."""
+    window = resolve(config, host, replay)
     settings = config.settings
-    budget = reply_budget(resolved.size, settings.max_tokens)
-    config.settings = settings.model_copy(update={"ctx_size": resolved.size, "max_tokens": budget})
-    config.sources["ctx_size"] = resolved.label
-    if budget != settings.max_tokens:
-        config.sources["max_tokens"] = f"capped to fit the context window (was {settings.max_tokens})"
-    return config.settings
-
-
-def notes(settings, label: str) -> list[str]:
-    """What to tell the user about the window once the session is open (cli/record.py emits them)."""
-    out = []
-    fresh = "kept in servers.json" not in label  # a kept answer was told when it was learned
-    if fresh and label.startswith("server ("):
-        out.append(f"context size {settings.ctx_size:,} tokens, from {label[len('server ('):-1]}")
-    elif fresh and label.startswith("default ("):
-        out.append(f"context size {settings.ctx_size:,} tokens assumed: {label[len('default ('):-1]}")
-    if settings.ctx_size < SMALL_WINDOW:  # also where reply_budget leaves the reply less than half
-        out.append(f"small context window ({settings.ctx_size:,} tokens): a compact system prompt, and replies "
-                   f"capped at {settings.max_tokens:,} tokens so prompt and reply fit")
-    return out
+    budget = reply_budget(window.size, settings.max_tokens)
+    return Fitted(settings.model_copy(update={"ctx_size": window.size, "max_tokens": budget}), window,
+                  settings.max_tokens)

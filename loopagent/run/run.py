@@ -1,0 +1,101 @@
+"""An open run: the agent with its session file (and the file's lock), checkpoints, hooks and MCP servers,
+owned together from `open_run` to the end of its `with` block, so a front-end gets a run in one call and
+leaves nothing running or locked after it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from loopagent.events import Listener, RunEnd
+from loopagent.messages import Usage, UserMessage
+from loopagent.render.safe import printable
+from loopagent.run.build import Built, Host, configure, prepare
+from loopagent.run.preflight import check_window
+from loopagent.run.spec import RunSpec
+
+if TYPE_CHECKING:
+    from loopagent.cancel import Cancel
+    from loopagent.config import Settings
+    from loopagent.loop import Agent
+    from loopagent.run.record import Recording
+
+
+@dataclass
+class Run:
+    """A run `open_run` made: its parts (`built`), its session (`rec`) and the agent built once for them."""
+
+    built: Built
+    rec: Recording
+    host: Host
+
+    @property
+    def agent(self) -> Agent:
+        return self.built.agent
+
+    @property
+    def settings(self) -> Settings:
+        return self.built.settings
+
+    def turn(self, text: str | None, cancel: Cancel) -> RunEnd:
+        """One turn: the user's `text`, or None for what the run was opened with (its task; a resumed run's
+        "Continue." or the request it was cut off in). Raises SessionWriteError when the session file
+        cannot be written."""
+        if text is None:
+            return self.agent.run(self.rec.history, self.rec.task, cancel, self.rec.opening)
+        return self.agent.run(self.rec.history, text, cancel, UserMessage(text))
+
+
+@contextmanager
+def open_run(spec: RunSpec, host: Host, listeners: Sequence[Listener] = (), prompt: bool = False) -> Iterator[Run]:
+    """Prepare `spec`'s agent under `host`, check its window, open its session and build the agent; when the
+    block ends the session file is closed (its lock given up) and the MCP servers end. `prompt`: the caller
+    can prompt a person, so a run without a task on a terminal is the REPL's.
+
+    Raises UsageError for input that cannot run (exit 2, nothing written), SessionError when the session
+    cannot be opened (its end already told to stderr and the listeners that are not the session's)."""
+    from loopagent.errors import UsageError
+    from loopagent.session import SessionError
+
+    built = prepare(configure(spec, host), spec, host, list(listeners))
+    try:
+        if built.interactive and not prompt:
+            raise UsageError("give a TASK (the interactive REPL needs a terminal)")
+        check_window(built, spec.task)  # before the session file: a run that cannot start leaves nothing behind
+        try:
+            rec = open_session(built, spec, host)
+        except SessionError as exc:
+            session_failed(built.listeners_for(None), exc, host)
+            raise
+        try:
+            yield Run(built, rec, host)
+        finally:
+            rec.writer.close()
+    finally:
+        built.close()  # the MCP servers end with the run, not at the interpreter's exit
+
+
+def open_session(built: Built, spec: RunSpec, host: Host) -> Recording:
+    """The session file (new, or resumed with repairs) and checkpoints (run/record.py), then the agent that
+    records to them, built once (`built.agent`), then the session's start said through it. Raises
+    SessionError when the session cannot be opened or written."""
+    from loopagent.run.record import announce, open_recording
+
+    rec = open_recording(spec.workspace, built.settings, spec.task, spec.resume, built.system, built.interactive,
+                         home=host.home, window=built.fitted.window, fork=spec.fork)
+    announce(rec, built.assemble(rec))
+    return rec
+
+
+def session_failed(listeners: tuple[Listener, ...], exc: Exception, host: Host | None = None) -> int:
+    """A session file that cannot be read or written: one line on stderr, a `result` of status error (told to
+    `listeners`), exit 1."""
+    print(f"loop: {printable(str(exc))}", file=host.err if host is not None else sys.stderr)
+    end = RunEnd("error", 0, Usage(), str(exc))
+    for listener in listeners:
+        listener(end)
+    return end.exit_code
