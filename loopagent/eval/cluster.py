@@ -1,6 +1,6 @@
 """Runs on Dask distributed: `local:N` starts a LocalCluster, anything else is a scheduler address.
 
-No shared file system is assumed: each RunSpec carries its repo as bytes and each run returns its line,
+No shared file system is assumed: each TaskRun carries its repo as bytes and each run returns its line,
 session bytes and diff to the driver. `pure=False`: repeated attempts of one task are distinct runs, not
 one result to deduplicate; `retries` resubmits a run whose worker was lost.
 """
@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from loopagent.eval.pool import POLL, Done, Failed
-from loopagent.eval.task import RunSpec, run_task
+from loopagent.eval.task import TaskRun, run_task
 
 RETRIES = 2
 INSTALL = "pip install 'loopagent[dask]'"
@@ -51,7 +51,7 @@ def local_workers(address: str) -> int | None:
     return int(count)
 
 
-def run_dask(specs: Sequence[RunSpec], address: str, done: Done, failed: Failed, stop: threading.Event) -> None:
+def run_dask(specs: Sequence[TaskRun], address: str, done: Done, failed: Failed, stop: threading.Event) -> None:
     """Submit every spec to the cluster at `address` and report each as it ends."""
     client, cluster = connect(address)
     try:

@@ -1,4 +1,4 @@
-"""The driver of `loop eval`: the only writer of results.jsonl. It builds one RunSpec per (task, attempt)
+"""The driver of `loop eval`: the only writer of results.jsonl. It builds one TaskRun per (task, attempt)
 not yet recorded, hands them to the local pool or Dask, records each as it ends, then sums up."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from loopagent.eval.copies import sweep_once
 from loopagent.eval.results import Results, mark
 from loopagent.eval.suite import Task, digest, load_suite, resumable
-from loopagent.eval.task import RunSpec
+from loopagent.eval.task import TaskRun
 from loopagent.eval.tree import pack
 
 KEYS = ("LOOP_API_KEY", "OPENAI_API_KEY")  # carried to Dask workers, whose environment is not ours
@@ -49,7 +49,7 @@ def carried_secrets(api_key: str | None = None) -> dict[str, str]:
     return carried
 
 
-def build_specs(tasks: list[Task], opts: EvalOptions, done: set, config: bytes | None) -> list[RunSpec]:
+def build_specs(tasks: list[Task], opts: EvalOptions, done: set, config: bytes | None) -> list[TaskRun]:
     """A spec per (task, attempt) that `done` does not hold, attempt-major so every task starts early."""
     repos: dict[Path, bytes] = {}
     environ = carried_secrets(opts.api_key)
@@ -61,7 +61,7 @@ def build_specs(tasks: list[Task], opts: EvalOptions, done: set, config: bytes |
             if task.repo not in repos:
                 repos[task.repo] = pack(task.repo)
             repo = repos[task.repo]
-            specs.append(RunSpec(
+            specs.append(TaskRun(
                 id=task.id, attempt=attempt, prompt=task.prompt, repo=repo, check=task.check, setup=task.setup,
                 max_steps=task.max_steps or opts.max_steps, timeout=task.timeout or opts.timeout,
                 check_timeout=task.check_timeout, replay=task.replay.read_bytes() if task.replay else None,
@@ -108,7 +108,7 @@ def run_eval(opts: EvalOptions, console) -> int:
                 outcome["line"]["task_digest"] = digests[outcome["line"]["id"]]
                 progress.ran(results.record(outcome))
 
-        def failed(spec: RunSpec, error: BaseException) -> None:
+        def failed(spec: TaskRun, error: BaseException) -> None:
             failures.append(spec.id)
             progress.failed(spec.key, f"{type(error).__name__}: {error}")
 

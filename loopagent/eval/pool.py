@@ -11,15 +11,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from loopagent.eval.process import CHILDREN, Stopped
-from loopagent.eval.task import RunSpec, run_task
+from loopagent.eval.task import TaskRun, run_task
 
 POLL = 0.1  # seconds between looks at `stop` while runs are under way
 
 Done = Callable[[dict], None]
-Failed = Callable[[RunSpec, BaseException], None]
+Failed = Callable[[TaskRun, BaseException], None]
 
 
-def run_local(specs: Sequence[RunSpec], jobs: int, done: Done, failed: Failed, stop: threading.Event) -> None:
+def run_local(specs: Sequence[TaskRun], jobs: int, done: Done, failed: Failed, stop: threading.Event) -> None:
     """Run specs `jobs` at a time. Each run's work is in its own processes (setup, agent, check); the
     threads here only start them and wait, so N of them keep N runs going without sharing a GIL's work."""
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="loop-eval") as pool:

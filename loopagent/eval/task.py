@@ -1,6 +1,6 @@
 """One task run, self-contained so it can run on any worker: no shared file system, no driver state.
 
-A `RunSpec` carries the repo as bytes; `run_task` unpacks it into a fresh directory with its own
+A `TaskRun` carries the repo as bytes; `run_task` unpacks it into a fresh directory with its own
 LOOP_HOME, runs the optional setup, the agent headless (`loop agent --json`) under the task's limits,
 then the check outside the agent's reach, and returns the result line, the session bytes and the diff.
 """
@@ -25,7 +25,7 @@ SCRUBBED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class TaskRun:
     id: str
     attempt: int
     prompt: str
@@ -46,7 +46,7 @@ class RunSpec:
         return (self.id, self.attempt)
 
 
-def run_task(spec: RunSpec) -> dict:
+def run_task(spec: TaskRun) -> dict:
     """Carry out one run; {"line": result line, "session": bytes or None, "diff": str}. Raises only for
     harness failures (cannot unpack, cannot start a process) and `Stopped`."""
     started = time.monotonic()
@@ -73,7 +73,7 @@ def run_task(spec: RunSpec) -> dict:
         return _finish(line, started, agent["session"], diff)
 
 
-def _agent(spec: RunSpec, root: Path, repo: Path, home: Path, path: str) -> dict:
+def _agent(spec: TaskRun, root: Path, repo: Path, home: Path, path: str) -> dict:
     # -P: the agent starts in the copy, where a model-written `bashlex.py` must not shadow loop's own imports
     argv = python_argv("-m", "loopagent", "agent", "--json", "-C", str(repo), *spec.agent_args)
     if spec.max_steps is not None:
@@ -106,7 +106,7 @@ def _agent(spec: RunSpec, root: Path, repo: Path, home: Path, path: str) -> dict
     return {"line": line, "session": data}
 
 
-def _check(spec: RunSpec, repo: Path, path: str) -> tuple[int | None, str]:
+def _check(spec: TaskRun, repo: Path, path: str) -> tuple[int | None, str]:
     """The task's check in the run's copy, after the agent: the suite's command, but it runs the code the
     agent wrote (a conftest.py, a package's setup), so inside the sandbox its shell calls had (no network),
     unless the eval runs with --sandbox off. Where bwrap cannot run it runs as it is, and says so."""
@@ -163,4 +163,4 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:40]
 
 
-__all__ = ["RunSpec", "Stopped", "interpreter_path", "run_task"]
+__all__ = ["TaskRun", "Stopped", "interpreter_path", "run_task"]

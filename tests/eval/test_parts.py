@@ -159,9 +159,9 @@ def test_a_run_the_harness_cannot_carry_out_is_reported_not_recorded(tmp_path: P
     import threading
 
     from loopagent.eval.pool import run_local
-    from loopagent.eval.task import RunSpec
+    from loopagent.eval.task import TaskRun
 
     done, failed = [], []
-    spec = RunSpec(id="bad", attempt=1, prompt="p", repo=b"not a tar", check="true")
+    spec = TaskRun(id="bad", attempt=1, prompt="p", repo=b"not a tar", check="true")
     run_local([spec], 2, done.append, lambda s, e: failed.append((s.key, type(e).__name__)), threading.Event())
     assert done == [] and failed == [(("bad", 1), "ReadError")]
