@@ -23,12 +23,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "loopagent"
 KNOWN_CIRCLES = [
     ["loopagent.config", "loopagent.policy", "loopagent.policy.judge", "loopagent.project"],
 ]
-# the REPL reaching back into cli/ for the Ctrl+C watcher, the server hints and the shared restore
+# the REPL reaching back into cli/ for the restore wording it shares with `loop undo`
 KNOWN_UPWARD = [
-    "loopagent.cli.repl.repl -> loopagent.cli.hints",
-    "loopagent.cli.repl.repl -> loopagent.cli.interrupts",
     "loopagent.cli.repl.restore -> loopagent.cli.restore",
-    "loopagent.cli.repl.state -> loopagent.cli.interrupts",
 ]
 
 
