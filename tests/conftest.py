@@ -17,9 +17,13 @@ SAMPLE = Path(__file__).resolve().parent.parent / "loopagent" / "demo" / "sample
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile the package once, in the controller: the suite starts `loop` about a thousand times with
+    """Compile the package once, in the controller: the suite starts `loop` about 600 times with
     PYTHONDONTWRITEBYTECODE=1 (clean_env, and often the machine), so without the cached bytecode every
     start compiles ~150 modules from source (~0.1 s of CPU each time)."""
+    # Every worker and the controller collect all test modules; under PYTHONDONTWRITEBYTECODE pytest
+    # rewrites their asserts from source each time (~5 s of CPU per process): keep its cache (in
+    # __pycache__, git-ignored). The `loop` processes tests start still get the variable (clean_env).
+    sys.dont_write_bytecode = False
     if hasattr(config, "workerinput"):
         return
     import compileall
