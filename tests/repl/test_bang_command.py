@@ -30,6 +30,7 @@ def test_bang_output_goes_with_the_next_message(term, server, workspace, tmp_pat
     t.line("and now?")
     t.expect("done: completed")
     assert user_texts(server.requests[1])[-1] == "and now?"  # the output went once
+    t.prompt()  # Ctrl+D at the prompt, not in the moment the turn ends
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
 
@@ -44,5 +45,6 @@ def test_clear_drops_a_commands_output_not_yet_sent(term, server, workspace):
     t.line("start afresh")
     t.expect("done: completed")
     assert user_texts(server.requests[0]) == ["start afresh"]  # the old conversation's note went with it
+    t.prompt()  # Ctrl+D at the prompt, not in the moment the turn ends
     t.child.sendcontrol("d")
     assert t.exit_code() == 0

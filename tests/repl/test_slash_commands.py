@@ -36,6 +36,7 @@ def test_undo_tells_the_model_which_calls_it_undid(term, server, workspace, loop
     assert user_texts(server.requests[-1])[-1] == "is new.txt there?"
     saved = [r["content"] for r in session_records(loop_home) if r.get("role") == "user"]
     assert notes[0] in saved  # the session keeps what the model was told
+    t.prompt()  # Ctrl+D at the prompt, not in the moment the turn ends
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
 
@@ -63,6 +64,7 @@ def test_rewinding_only_the_files_tells_the_model(term, server, workspace):
     t.expect("done: completed")
     note = next(m for m in user_texts(server.requests[-1]) if "undid" in m)
     assert "call 2 (edit_file a.txt)" in note
+    t.prompt()  # Ctrl+D at the prompt, not in the moment the turn ends
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
 
@@ -111,6 +113,7 @@ def test_tab_completes_workspace_paths_after_an_at(term, server, workspace):
     t.line("")
     t.expect("done: completed")
     assert "@notes.md" in user_texts(server.requests[0])[0]
+    t.prompt()  # Ctrl+D at the prompt, not in the moment the turn ends
     t.child.sendcontrol("d")
     assert t.exit_code() == 0
 
