@@ -133,12 +133,13 @@ def _unread(name: str, a: bytes | Unread, b: bytes | Unread) -> str:
 def _gnu_diff(old: Path, new: Path, source: str, target: str) -> str | None:
     """`diff -u` where it exists: difflib is quadratic on long files changed in many places (minutes for
     a 1 MiB file with every seventh line changed), GNU diff bounds its effort. None: use difflib."""
+    import os
     import shutil
     import subprocess
 
-    from loopagent.spawn import die_with_loop
+    from loopagent.spawn import absolute_path, die_with_loop
 
-    exe = shutil.which("diff")
+    exe = shutil.which("diff", path=absolute_path(os.environ.get("PATH", os.defpath)))  # never a relative entry
     if exe is None:
         return None
     try:
