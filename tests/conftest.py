@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import CompletedProcess
+from subprocess import run as subprocess_run
 
 import pytest
 
 from tests.fakeserver import FakeServer
+from tests.inprocess import needs_process, run_in_process
 
+# LOOP_TEST_SUBPROCESS=1: every run_loop call in a process of its own, as before tests/inprocess.py
+IN_SUBPROCESS = os.environ.get("LOOP_TEST_SUBPROCESS") == "1"
 SAMPLE = Path(__file__).resolve().parent.parent / "loopagent" / "demo" / "sample"
 
 
@@ -97,13 +101,17 @@ def sample(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run_loop(loop_home: Path):
-    """Run the real `loop` entry point in a subprocess; returns the CompletedProcess."""
+    """Run the real `loop` entry point; returns a CompletedProcess. In this process by default
+    (tests/inprocess.py); `subprocess=True` for what only a process of its own shows (signals, exit-time
+    hooks, what is left running, the streams as file descriptors)."""
 
     def run(*args: str, cwd: Path | None = None, input: str | None = None, timeout: float = 60,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+            env: dict[str, str] | None = None, subprocess: bool = False) -> CompletedProcess[str]:
         full_env = clean_env(loop_home)
         full_env.update(env or {})
-        return subprocess.run(
+        if not (subprocess or IN_SUBPROCESS or needs_process(list(args), full_env)):
+            return run_in_process(list(args), cwd, input or "", full_env)
+        return subprocess_run(
             [sys.executable, "-m", "loopagent", *args], cwd=cwd, input=input if input is not None else "",
             capture_output=True, text=True, timeout=timeout, env=full_env,
         )

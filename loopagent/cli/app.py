@@ -242,8 +242,9 @@ replay_cmd.register(app)  # replay
 eval_cmd.register(app)  # eval
 
 
-def explain(exc: typer.TyperException) -> int:
-    """Typer's parse error as one line on stderr (a bare `loop`: the help, once); returns the exit code."""
+def explain(exc: typer.TyperException, argv: list[str]) -> int:
+    """Typer's parse error in `argv` as one line on stderr (a bare `loop`: the help, once); returns the exit
+    code."""
     message = exc.format_message()
     if type(exc).__name__ == "NoArgsIsHelpError":  # its message is the help text
         typer.echo(message)
@@ -256,7 +257,7 @@ def explain(exc: typer.TyperException) -> int:
         message = invalid_value(max(param.opts, key=len), errors()[0])
     ctx = getattr(exc, "ctx", None)
     hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-    refuse(message + hint, json_requested(sys.argv[1:]))  # printable: the value may come from a script
+    refuse(message + hint, json_requested(argv))  # printable: the value may come from a script
     return getattr(exc, "exit_code", 2)
 
 
@@ -272,10 +273,15 @@ def main() -> None:
     from loopagent.secrets import conceal
 
     conceal()  # done already via loopagent.__main__; here for console scripts installed before it
+    sys.exit(run(sys.argv[1:]))
+
+
+def run(argv: list[str]) -> int:
+    """`loop ARGV` in this process, its secrets already concealed; returns the exit code."""
     try:
-        code = app(prog_name="loop", standalone_mode=False)
+        code = app(args=argv, prog_name="loop", standalone_mode=False)
     except typer.TyperException as exc:  # typer's own click: UsageError, BadParameter, NoSuchOption...
-        code = explain(exc)
+        code = explain(exc, argv)
     except (KeyboardInterrupt, typer.Abort):
         code = 130
     except BaseException as exc:  # SIGTERM/SIGHUP outside a turn (run/interrupts.py): 143 / 129, no traceback
@@ -284,8 +290,7 @@ def main() -> None:
         if not isinstance(exc, Stopped):
             raise
         code = 128 + exc.signum
-    sys.exit(code if isinstance(code, int) else 0)
-
+    return code if isinstance(code, int) else 0
 
 if __name__ == "__main__":
     main()

@@ -108,8 +108,7 @@ def _value(v: Any) -> str:
 
 def examine(config, host, provider: str) -> Report:
     """Run the probes against the configured server and judge what came back."""
-    import httpx
-
+    from loopagent.client.http import connect
     from loopagent.messages import UserMessage
     from loopagent.run.build import make_client
     from loopagent.secrets import Redactor, known_secrets, public_url
@@ -118,8 +117,8 @@ def examine(config, host, provider: str) -> Report:
     key = settings.api_key.get_secret_value() if settings.api_key else None
     report = Report(public_url(settings.base_url) or "(an invalid URL)", settings.model, provider)
     hide = Redactor(known_secrets({}, key or "", settings.base_url))
-    http = httpx.Client(headers={"Authorization": f"Bearer {key}"} if key else {}, trust_env=False,
-                        timeout=GET_TIMEOUT, transport=host.transport)
+    http = connect(settings.base_url, headers={"Authorization": f"Bearer {key}"} if key else {},
+                   timeout=GET_TIMEOUT, transport=host.transport)
     quick = settings.model_copy(update={"retries": 0, "connect_timeout": CONNECT_TIMEOUT,
                                         "read_timeout": min(settings.read_timeout, READ_TIMEOUT),
                                         "max_tokens": TEXT_TOKENS})

@@ -89,12 +89,10 @@ class OpenAIClient:
         self._http = self._connect()
 
     def _connect(self) -> httpx.Client:
-        return httpx.Client(
-            headers=self._headers,
-            timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout),
-            trust_env=False,  # never route a local model server through a proxy from the environment
-            transport=self.transport,
-        )
+        from loopagent.client.http import connect
+
+        return connect(self.url, headers=self._headers, transport=self.transport,
+                       timeout=httpx.Timeout(self.read_timeout, connect=self.connect_timeout))
 
     def close(self) -> None:
         self._http.close()

@@ -129,12 +129,11 @@ _override = "set --ctx-size or ctx_size to the server's window"
 
 
 def _ask(settings, host: Host, provider: str) -> tuple[int | None, str, bool]:
-    import httpx
-
+    from loopagent.client.http import connect
     from loopagent.client.probe import probe
 
     headers = {"Authorization": f"Bearer {settings.api_key.get_secret_value()}"} if settings.api_key else {}
-    with httpx.Client(transport=host.transport, headers=headers, follow_redirects=False) as http:
+    with connect(settings.base_url, transport=host.transport, headers=headers, follow_redirects=False) as http:
         return probe(http, settings.base_url, settings.model, provider, PROBE_TIMEOUT)
 
 

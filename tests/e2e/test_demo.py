@@ -17,7 +17,7 @@ def tree_digest() -> str:
 
 def test_demo_repairs_a_copy_and_checks_it_independently(run_loop, loop_home):
     before = tree_digest()
-    proc = run_loop("demo", timeout=120)
+    proc = run_loop("demo", timeout=120, subprocess=True)  # the demo as users start it
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "starting tests: 1 failed, 3 passed" in out
