@@ -58,8 +58,8 @@ def test_without_dask_one_line_names_the_extra(run_loop, tmp_path: Path) -> None
     shim = tmp_path / "shim" / "distributed"  # an environment where `import distributed` fails
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ImportError('No module named distributed')\n")
-    done = run_loop("eval", str(tmp_path / "suite.toml"), "--dask", "local:2", env={"PYTHONPATH": str(shim.parent)}, cwd=tmp_path,
-                    subprocess=True)  # the import path of a process of its own
+    done = run_loop("eval", str(tmp_path / "suite.toml"), "--dask", "local:2", env={"PYTHONPATH": str(shim.parent)},
+                    cwd=tmp_path, subprocess=True)  # the import path of a process of its own
     assert done.returncode == 2
     assert done.stderr == "loop: --dask needs Dask distributed: pip install 'loopagent[dask]'\n"
     bad = run_loop("eval", str(tmp_path / "suite.toml"), "--dask", "local:none")
