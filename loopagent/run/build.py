@@ -286,7 +286,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     from loopagent.prices import pricer
     from loopagent.prompt import system_prompt
     from loopagent.run import discovery
-    from loopagent.sandbox import open_sandbox, spec_from_settings
+    from loopagent.sandbox import ReadOnlyWhen, open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
     from loopagent.tools.workspace import Workspace
 
@@ -301,7 +301,8 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
         # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
         workspace = Workspace(opts.workspace, protected=(host.home,))
         builtin = default_tools()
-        policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin])
+        floor = settings.approval if config.origins.get("approval") == "project" else "all"
+        policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin], floor)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for warning in config.warnings:  # project-file values that would loosen permissions
@@ -321,9 +322,9 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     approver = None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                        executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
+                        executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"), may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
-                           limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
+                           limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size, mode=settings.approval)
     return Built(config, fitted, interactive, model, registry, tools, policy, approver,
                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
                  pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)
