@@ -169,6 +169,8 @@ class TerminalRenderer(ApprovalView):
         took = time.monotonic() - self.tool_started if self.tool_started and self.color else None
         self.tool_started = 0.0
         self.sink.rows(lines.result_lines(result, owner, took, self.sink.width))
+        if event.result.details is not None and event.result.details.todos is not None:
+            self.sink.rows(lines.todo_rows(event.result.details.todos))
         if change:
             self.sink.diff(change, "      ")
 
