@@ -25,6 +25,11 @@ class Details:
     clipped: bool = False  # the content the model reads was shortened
     # todo_write: the model's checklist as it now stands, (content, status) pairs (status: TODO_STATUSES)
     todos: tuple[tuple[str, str], ...] | None = None
+    # task: the child agent's session, model requests and tokens (counted against the parent's limits)
+    session: str = ""
+    steps: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 def details_record(details: Details) -> dict:
@@ -53,7 +58,7 @@ def details_from(rec: object) -> Details | None:
 def _fits(name: str, value: object) -> bool:
     if name == "outcome":
         return value in get_args(Outcome)
-    if name in ("diff",):
+    if name in ("diff", "session"):
         return isinstance(value, str)
     if name == "clipped":
         return isinstance(value, bool)

@@ -93,6 +93,11 @@ class Policy:
         A name it does not know is judged as an external tool without a path argument.
         """
         name, effect, path = self.kind(tool, args)
+        if effect == "delegate":  # a child agent: each of its calls meets a policy no looser than this one
+            denied = next(iter(self.tool_rules(name, "deny")), None)
+            if denied is not None:
+                return Decision("deny", f"{name} matches a deny rule", denied.describe())
+            return Decision("allow", rule="a child agent: its own calls are judged")
         if self.mode == "plan" and effect != "read":
             from loopagent.tools.spec import COMMAND
 

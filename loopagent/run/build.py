@@ -264,6 +264,18 @@ def limits_for(settings: Settings, headless: bool):
                   max_nudges=2 if headless else 0, check_retries=settings.check_retries, time_limit=settings.timeout)
 
 
+def children_for(host: Host, workspace: Path):
+    """The spawner of the run's `task` tool, with the user's and the project's agents (a file that cannot be
+    used is one warning on `host.err`)."""
+    from loopagent.run.child import Children
+    from loopagent.tools.task_agents import load_agents
+
+    agents, warnings = load_agents(host.home, workspace)
+    for warning in warnings:
+        print(f"loop: warning: {printable(warning)}", file=host.err)
+    return Children(agents, host)
+
+
 def check_for(settings: Settings, tools, none):
     """The configured completion check, run like the shell tool (the same executor, so sandboxed, the
     same env without secrets, the same redactor); `none` when no check is configured."""
@@ -288,6 +300,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     from loopagent.run import discovery
     from loopagent.sandbox import ReadOnlyWhen, open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
+    from loopagent.tools.task import Task
     from loopagent.tools.workspace import Workspace
 
     settings = config.settings
@@ -317,7 +330,8 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     settings = fitted.settings
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
-    registry = Registry([*builtin, *mcp_tools_of(hub, host)])
+    children = children_for(host, opts.workspace)
+    registry = Registry([*builtin, *mcp_tools_of(hub, host), Task(children)])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
     approver = None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
@@ -325,6 +339,9 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
                         executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"), may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size, mode=settings.approval)
-    return Built(config, fitted, interactive, model, registry, tools, policy, approver,
-                 hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
-                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)
+    built = Built(config, fitted, interactive, model, registry, tools, policy, approver,
+                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
+                  pricer(settings.prices, settings.model), (*(listeners or ()), children), printer, renderer, system,
+                  mcp=hub)
+    children.built = built  # a `task` call makes its child from the parent's parts
+    return built

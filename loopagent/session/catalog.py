@@ -105,13 +105,17 @@ class Summary:
 
 
 def parent_of(header: dict) -> dict | None:
-    """A header's `parent` {"session": id, "message": index} when it is well formed, else None."""
+    """A header's `parent` {"session": id, "message": index} when it is well formed, else None; a `task`
+    child's also names its agent ({"agent": "explore"})."""
     parent = header.get("parent")
     if not isinstance(parent, dict) or not isinstance(parent.get("session"), str):
         return None
     message = parent.get("message")
     if not isinstance(message, int) or isinstance(message, bool):
         return None
+    agent = parent.get("agent")
+    if isinstance(agent, str) and re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", agent):
+        return {"session": parent["session"], "message": message, "agent": agent}
     return {"session": parent["session"], "message": message}
 
 
