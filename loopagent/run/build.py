@@ -94,6 +94,7 @@ class Built:
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
     agent: Agent | None = None  # built by `assemble`
+    children: Any = None  # the `task` tool's spawner (run/child.py), told the session by `assemble`
 
     def close(self) -> None:
         """End what the run started outside the loop: the MCP servers' processes."""
@@ -141,6 +142,8 @@ class Built:
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
                       context=self.context, hooks=self.hooks)
         self.agent = agent
+        if self.children is not None:
+            self.children.rec = rec
         return agent
 
 
@@ -341,7 +344,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size, mode=settings.approval)
     built = Built(config, fitted, interactive, model, registry, tools, policy, approver,
                   hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
-                  pricer(settings.prices, settings.model), (*(listeners or ()), children), printer, renderer, system,
-                  mcp=hub)
+                  pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system,
+                  mcp=hub, children=children)
     children.built = built  # a `task` call makes its child from the parent's parts
     return built

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from loopagent.details import Details
-from loopagent.events import AgentStart, Event, MessageAdded, SessionStarted, ToolCalled, TurnStart
+from loopagent.events import AgentStart, Event, SessionStarted, ToolCalled, TurnStart
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
 from loopagent.render.safe import printable
 from loopagent.tools.task_agents import AgentDef
 
 if TYPE_CHECKING:
     from loopagent.run.build import Built, Host
+    from loopagent.run.record import Recording
     from loopagent.tools import ToolContext
 
 CHILD_RULES = ("You are a child agent started by another agent for one task. Nothing of its conversation is "
@@ -35,22 +36,23 @@ READ_EFFECTS = ("read", "exec")  # explore: read tools, and the shell (read-only
 
 @dataclass
 class Children:
-    """The spawner the parent's `task` tool calls; also a listener of the parent's feed, which tells it the
-    parent's session and how many messages it holds (where a child branches off)."""
+    """The spawner the parent's `task` tool calls, with what it knows of the parent: its parts (`built`) and
+    its session (`rec`, which names the parent in a child's header)."""
 
     agents: dict[str, AgentDef]
     host: Host
     built: Built | None = None  # bound once the parent's parts exist (run/build.py `prepare`)
-    parent_id: str = ""
-    messages: int = 0
+    rec: Recording | None = None  # the parent's session (None: a run without one)
     lock: threading.Lock = field(default_factory=threading.Lock)
     started: int = 0  # children so far: each progress line's key
 
-    def __call__(self, event: Event) -> None:
-        if isinstance(event, SessionStarted):
-            self.parent_id = event.id
-        elif isinstance(event, MessageAdded):
-            self.messages = event.index + 1
+    def parent(self, agent: str) -> dict | None:
+        """The `parent` of a child's header: the parent's session, and its reply that made the call."""
+        if self.rec is None:
+            return None
+        history = self.rec.history
+        at = next((i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], AssistantMessage)), 0)
+        return {"session": self.rec.id, "message": at, "agent": agent}
 
     def run(self, description: str, prompt: str, agent: str, ctx: ToolContext) -> ToolResult:
         found = self.agents.get(agent)
@@ -105,7 +107,7 @@ class Child:
         built, family = self.family.built, self.family
         settings = built.settings  # type: ignore[union-attr]
         workspace = built.tools.workspace.root  # type: ignore[union-attr]
-        parent = {"session": family.parent_id, "message": max(family.messages - 1, 0), "agent": self.agent_def.name}
+        parent = family.parent(self.agent_def.name)
         for number in range(1, 50):  # parallel children named alike in one second: the next number
             with family.lock:
                 path = new_path(family.host.home, workspace, f"task {self.description}", number=number)
@@ -115,7 +117,7 @@ class Child:
                     continue
             writer.discard_unanswered = False
             head = header(path.stem, workspace, settings.model, settings.base_url, self.prompt,
-                          parent if family.parent_id else None, mode)
+                          parent, mode)
             return writer, head
         raise SessionWriteError("no free session file name")
 

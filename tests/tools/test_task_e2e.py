@@ -106,3 +106,64 @@ def test_a_runaway_child_stops_at_the_parents_step_limit(run_loop, server, works
     assert len(server.requests) == 6  # the parent's first request and the child's five: no more
     [result] = [e for e in events(proc.stdout) if e["type"] == "tool_result"]
     assert result["is_error"] and "step_limit" in result["content"]
+
+
+def test_sigint_during_a_child_exits_130_and_leaves_no_process(server, workspace, loop_home):
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import clean_env, wait_for
+    from tests.loop.test_signals_headless import finish, marked
+
+    marker = "sleep 47.125"
+    child = iter([tools(("shell", {"command": f"{marker}; echo late > late.txt"})), text("slept")])
+    server.respond = responder([tools(("task", {"description": "wait", "prompt": "sleep", "agent": "general"})),
+                                text("done")], lambda body: next(child))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loopagent", "agent", "-C", str(workspace), "--base-url", server.url, "--json",
+         "--approval", "all", *where_shells_run(), "do the task"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(loop_home))
+    wait_for(lambda: marked(marker) or proc.poll() is not None)
+    proc.send_signal(signal.SIGINT)
+    code, out, err = finish(proc)
+    assert code == 130, err
+    assert out[-1]["type"] == "result" and out[-1]["status"] == "aborted"
+    wait_for(lambda: not marked(marker), timeout=10)
+    assert not (workspace / "late.txt").exists()
+    assert not any(is_child(b) and len(b["messages"]) > 3 for b in server.requests)  # nothing asked after
+
+
+def test_a_user_agent_runs_with_its_tools_and_a_project_agent_cannot_widen(run_loop, server, workspace, loop_home):
+    (loop_home / "agents").mkdir(parents=True)
+    (loop_home / "agents" / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews code for bugs\ntools: read_file, grep\nmax_steps: 3\n---\n"
+        "Report bugs as file:line lines. REVIEWER-BODY\n")
+    (workspace / ".loop" / "agents").mkdir(parents=True)
+    (workspace / ".loop" / "agents" / "fixer.md").write_text(
+        "---\nname: fixer\ndescription: Fixes things\ntools:\n  - write_file\n  - shell\n---\nWrite freely.\n")
+    seen: dict[str, dict] = {}
+
+    def child(body: dict) -> Reply:
+        who = "reviewer" if "REVIEWER-BODY" in body["messages"][0]["content"] else "fixer"
+        seen.setdefault(who, body)
+        if any(m["role"] == "tool" for m in body["messages"]):
+            return text(f"{who} done")
+        if who == "fixer":
+            return tools(("write_file", {"path": "w.txt", "content": "x"}), ("shell", {"command": "echo x > s.txt"}))
+        return tools(("read_file", {"path": "a.txt"}))
+
+    calls = [("task", {"description": "review", "prompt": "review a.txt", "agent": "reviewer"}),
+             ("task", {"description": "fix", "prompt": "fix a.txt", "agent": "fixer"})]
+    server.respond = responder([tools(*calls), text("done")], child)
+    proc = run(run_loop, server, workspace, "--approval", "plan")
+    assert proc.returncode == 0, proc.stderr
+    offered = {who: sorted(t["function"]["name"] for t in body["tools"]) for who, body in seen.items()}
+    assert offered == {"reviewer": ["grep", "read_file"], "fixer": ["shell", "write_file"]}
+    parent_tools = next(b for b in server.requests if not is_child(b))["tools"]
+    task_spec = next(t["function"] for t in parent_tools if t["function"]["name"] == "task")
+    assert task_spec["parameters"]["properties"]["agent"]["enum"] == ["explore", "general", "reviewer", "fixer"]
+    # the parent is in plan mode: the project's fixer runs narrowed to it, whatever its file says
+    results = [m["content"] for b in server.requests if is_child(b) for m in b["messages"] if m["role"] == "tool"]
+    assert any(r.startswith("denied by policy: plan mode is on") for r in results)
+    assert not (workspace / "w.txt").exists() and not (workspace / "s.txt").exists()
