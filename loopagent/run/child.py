@@ -141,7 +141,9 @@ class Child:
         steps = min(filter(None, (ctx.steps_left, self.agent_def.max_steps, settings.max_steps)))
         limits = Limits(max_steps=max(steps, 1), max_tokens_total=ctx.tokens_left, max_nudges=0, check_retries=0)
         steering = Steering(approver=parent.steering.approver, health=writer.health)
-        agent = Agent(model=make_client(settings, None, self.family.host), registry=registry, tools=context,
+        sibling = getattr(parent.model, "sibling", None)  # the parent's connections; a replay gets a new client
+        model = sibling() if sibling is not None else make_client(settings, None, self.family.host)
+        agent = Agent(model=model, registry=registry, tools=context,
                       policy=policy, steering=steering, listeners=(writer, progress), limits=limits,
                       context=ContextWindow(settings.ctx_size, settings.max_tokens), hooks=parent.hooks)
         history: list[Message] = []
