@@ -190,8 +190,8 @@ def find(home: Path, workspace: Path, spec: str) -> Path:
     sessions = paths(home, workspace)
     if not sessions:
         raise SessionError(f"no saved sessions for workspace {os.path.realpath(workspace)}")
-    if spec == "last":
-        return sessions[0]
+    if spec == "last":  # a `task` child's session is its parent's part, never the one to continue
+        return next((p for p in sessions if "agent" not in (parent_of(read_header(p)) or {})), sessions[0])
     exact = [p for p in sessions if p.stem == spec]
     matches = exact or [p for p in sessions if p.stem.startswith(spec)]
     if len(matches) == 1:

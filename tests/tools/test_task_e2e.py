@@ -167,3 +167,16 @@ def test_a_user_agent_runs_with_its_tools_and_a_project_agent_cannot_widen(run_l
     results = [m["content"] for b in server.requests if is_child(b) for m in b["messages"] if m["role"] == "tool"]
     assert any(r.startswith("denied by policy: plan mode is on") for r in results)
     assert not (workspace / "w.txt").exists() and not (workspace / "s.txt").exists()
+
+
+def test_the_parents_timeout_stops_a_child_waiting_on_the_model(run_loop, server, workspace):
+    import time
+
+    slow = Reply(events=text("late").events, delay=30)
+    server.respond = responder([tools(("task", {"description": "slow", "prompt": "take your time"})), text("x")],
+                               lambda body: slow)
+    start = time.monotonic()
+    proc = run(run_loop, server, workspace, "--approval", "all", "--timeout", "1.5")
+    assert time.monotonic() - start < 20
+    assert proc.returncode == 3, proc.stderr
+    assert events(proc.stdout)[-1]["status"] == "time_limit"
