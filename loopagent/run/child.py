@@ -58,6 +58,9 @@ class Children:
         found = self.agents.get(agent)
         if found is None:
             return ToolResult.error(f"no agent named {agent!r}; agents: {', '.join(self.agents)}")
+        if (ctx.steps_left is not None and ctx.steps_left < 1) or (ctx.tokens_left is not None and ctx.tokens_left < 1):
+            return ToolResult.error("no model requests or tokens are left for a child agent (--max-steps, "
+                                    "--max-tokens-total); answer with what you have")
         if self.built is None or self.built.agent is None:
             return ToolResult.error("task is not available in this run")
         with self.lock:
@@ -138,8 +141,8 @@ class Child:
         normal = ctx.executor.normal if isinstance(ctx.executor, ReadOnlyWhen) else ctx.executor
         context = replace(ctx, executor=ReadOnlyWhen(normal, lambda: policy.mode == "plan"), may_read=policy.may_read,
                           explicitly_allows=policy.explicitly_allows, steps_left=None, tokens_left=None)
-        steps = min(filter(None, (ctx.steps_left, self.agent_def.max_steps, settings.max_steps)))
-        limits = Limits(max_steps=max(steps, 1), max_tokens_total=ctx.tokens_left, max_nudges=0, check_retries=0)
+        steps = min(n for n in (ctx.steps_left, self.agent_def.max_steps, settings.max_steps) if n is not None)
+        limits = Limits(max_steps=steps, max_tokens_total=ctx.tokens_left, max_nudges=0, check_retries=0)
         steering = Steering(approver=parent.steering.approver, health=writer.health)
         sibling = getattr(parent.model, "sibling", None)  # the parent's connections; a replay gets a new client
         model = sibling() if sibling is not None else make_client(settings, None, self.family.host)

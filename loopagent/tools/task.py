@@ -38,7 +38,7 @@ class Task(Tool):
 
     def __init__(self, spawner: Spawner):
         self.spawner = spawner
-        listed = "; ".join(f"{a.name}: {a.description}" for a in spawner.agents.values())
+        listed = "; ".join(f"{a.name}: {a.description[:200]}" for a in spawner.agents.values())
         self.description = (  # type: ignore[misc]
             "Run a child agent with a fresh context window on a self-contained task and get its final answer "
             "back. Use it to search or read widely without filling your own context. Calls of read-only agents "

@@ -38,3 +38,15 @@ def test_front_matter_lists_and_bad_values(tmp_path):
     agents, warnings = load_agents(home, None)
     assert agents["a"].tools == ("read_file", "grep") and agents["a"].body == "body"
     assert "b" not in agents and "c" not in agents and len(warnings) == 2
+
+
+def test_a_child_gets_nothing_when_the_parent_has_no_steps_or_tokens_left(tmp_path):
+    from loopagent.run.child import Children
+    from loopagent.tools import ToolContext
+    from loopagent.tools.workspace import Workspace
+
+    children = Children(dict(BUILT_IN), host=None)  # type: ignore[arg-type]
+    for left in ({"steps_left": 0}, {"tokens_left": 0}):
+        result = children.run("d", "p", "explore", ToolContext(Workspace(tmp_path), **left))
+        assert result.is_error and "no model requests or tokens are left" in result.content
+    assert "no agent named 'nope'" in children.run("d", "p", "nope", ToolContext(Workspace(tmp_path))).content
