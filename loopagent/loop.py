@@ -259,7 +259,8 @@ class Agent:
     def act(self, history: list[Message], reply: AssistantMessage, run: Tally, tools: ToolContext) -> None:
         """Run the reply's calls; each result is shown and stored only after every rewrite. A child agent's
         (`task`) model requests and tokens count as this run's."""
-        tools = replace(tools, steps_left=self.limits.max_steps - run.steps, tokens_left=self.limits.tokens_left(run.usage))
+        tools = replace(tools, steps_left=self.limits.max_steps - run.steps, tokens_left=self.limits.tokens_left(run.usage),
+                        approver=self.steering.approver)
         for call, result in self.run_calls(reply, tools):
             run.charge(result)
             run.needed_approval |= result.content.startswith(HEADLESS_DENIAL)

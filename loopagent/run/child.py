@@ -140,10 +140,10 @@ class Child:
                         resolve=p.resolve, tools=registry.specs(), floor=mode)
         normal = ctx.executor.normal if isinstance(ctx.executor, ReadOnlyWhen) else ctx.executor
         context = replace(ctx, executor=ReadOnlyWhen(normal, lambda: policy.mode == "plan"), may_read=policy.may_read,
-                          explicitly_allows=policy.explicitly_allows, steps_left=None, tokens_left=None)
+                          explicitly_allows=policy.explicitly_allows, steps_left=None, tokens_left=None, approver=None)
         steps = min(n for n in (ctx.steps_left, self.agent_def.max_steps, settings.max_steps) if n is not None)
         limits = Limits(max_steps=steps, max_tokens_total=ctx.tokens_left, max_nudges=0, check_retries=0)
-        steering = Steering(approver=parent.steering.approver, health=writer.health)
+        steering = Steering(approver=ctx.approver, health=writer.health)
         sibling = getattr(parent.model, "sibling", None)  # the parent's connections; a replay gets a new client
         model = sibling() if sibling is not None else make_client(settings, None, self.family.host)
         agent = Agent(model=model, registry=registry, tools=context,

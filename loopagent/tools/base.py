@@ -40,6 +40,7 @@ class ToolContext:
     # What the run has left when a turn's calls start (the loop sets them): a `task` child's limits.
     steps_left: int | None = None
     tokens_left: int | None = None
+    approver: Any = None  # the run's approver (the REPL's pauses its type-ahead), for a child's questions
     # Tells the user something went wrong beside the result (a Notice("warning") once the agent is built).
     warn: Callable[[str], None] = lambda text: print(f"loop: warning: {text}", file=sys.stderr, flush=True)
 
