@@ -270,7 +270,8 @@ class TerminalRenderer(ApprovalView):
             lines.pop(key, None)
         else:
             lines[key] = text
-        self.set_activity("\n".join(lines[k] for k in sorted(lines)) if lines else "running task")
+        # under the spinner, each line aligned with the first one's text
+        self.set_activity("\n  ".join(lines[k] for k in sorted(lines)) if lines else "running task")
 
     def set_queued(self, queued: list[str]) -> None:
         """Messages typed during a turn, shown until they are sent."""

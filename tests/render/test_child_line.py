@@ -18,7 +18,7 @@ def test_each_child_has_its_line_and_it_follows_steps_and_calls():
     one(TurnStart(2))
     one(ToolCalled(ToolCall("c", "grep", "{}"), "def parse"))
     label = renderer.sink.activity.label
-    first, second = label.split("\n")
+    first, second = label.split("\n  ")
     assert first == "task explore: find the parser · step 2, 1 calls · grep def parse"
     assert second.startswith("task explore: read ") and "\x1b" not in second and "step 1, 0 calls" in second
     one.done()
