@@ -63,6 +63,8 @@ class Children:
                                     "--max-tokens-total); answer with what you have")
         if self.built is None or self.built.agent is None:
             return ToolResult.error("task is not available in this run")
+        if not hasattr(self.built.agent.model, "sibling"):  # a replay's recorded turns: no server to ask
+            return ToolResult.error("task cannot start a child agent when the model's turns are replayed")
         with self.lock:
             self.started += 1
             key = self.started
@@ -128,7 +130,6 @@ class Child:
         from loopagent.context import ContextWindow
         from loopagent.loop import Agent, Limits, Steering
         from loopagent.policy import Policy
-        from loopagent.run.build import make_client
         from loopagent.sandbox import ReadOnlyWhen
         from loopagent.tools import Registry
 
@@ -144,9 +145,7 @@ class Child:
         steps = min(n for n in (ctx.steps_left, self.agent_def.max_steps, settings.max_steps) if n is not None)
         limits = Limits(max_steps=steps, max_tokens_total=ctx.tokens_left, max_nudges=0, check_retries=0)
         steering = Steering(approver=ctx.approver, health=writer.health)
-        sibling = getattr(parent.model, "sibling", None)  # the parent's connections; a replay gets a new client
-        model = sibling() if sibling is not None else make_client(settings, None, self.family.host)
-        agent = Agent(model=model, registry=registry, tools=context,
+        agent = Agent(model=parent.model.sibling(), registry=registry, tools=context,
                       policy=policy, steering=steering, listeners=(writer, progress), limits=limits,
                       context=ContextWindow(settings.ctx_size, settings.max_tokens), hooks=parent.hooks)
         history: list[Message] = []
