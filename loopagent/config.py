@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     base_url: str = "http://127.0.0.1:8080/v1"
     model: str = "default"
     api_key: SecretStr | None = None
-    approval: Literal["ask", "edits", "all"] = "edits"
+    approval: Literal["ask", "edits", "all", "plan"] = "edits"
     max_steps: int = Field(30, ge=1)
     max_tokens_total: int | None = Field(None, ge=1)  # prompt + completion budget of a run
     # "auto": asked from the server at the start of a run (run/discovery.py), else 16384
@@ -277,11 +277,23 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
     cli = {k: v for k, v in cli.items() if v is not None}
     validate(cli, lambda key: f"--{key.replace('_', '-')}")
     layer(config, values, cli, lambda key: "command line", None, "flag")
+    force_plan(config, values, allowed)
     if values.get("provider") == "ollama" and "base_url" not in values:  # Ollama's port, not llama.cpp's
         values["base_url"] = OLLAMA_URL
         config.sources["base_url"] = "default for provider ollama"
     config.settings = Settings(**values)
     return config
+
+
+def force_plan(config: Config, values: dict[str, Any], project: dict[str, Any]) -> None:
+    """Plan mode (DESIGN "Modes, plans and delegation"): a project file that sets it is not loosened by
+    the environment or a flag; they are ignored with a warning."""
+    if project.get("approval") != "plan" or values.get("approval") == "plan":
+        return
+    config.warnings.append(f'ignored approval {values["approval"]} ({config.sources["approval"]}): the project '
+                           "file sets approval plan, which nothing may loosen")
+    values["approval"] = "plan"
+    config.origins["approval"], config.sources["approval"] = "project", "project file (forced)"
 
 
 def layer(config: Config, values: dict[str, Any], new: dict[str, Any], origin, source: JsonFileSource | None,

@@ -7,6 +7,8 @@ from dataclasses import dataclass, fields
 from typing import Literal, get_args
 
 Outcome = Literal["ok", "error", "denied", "cancelled", "timeout"]
+TODO_STATUSES = ("pending", "in_progress", "completed")
+MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,13 @@ class Details:
     removed: int | None = None  # ... and removed
     diff: str = ""  # write_file / edit_file: the whole unified diff (the model's copy may be clipped)
     clipped: bool = False  # the content the model reads was shortened
+    # todo_write: the model's checklist as it now stands, (content, status) pairs (status: TODO_STATUSES)
+    todos: tuple[tuple[str, str], ...] | None = None
+    # task: the child agent's session, model requests and tokens (counted against the parent's limits)
+    session: str = ""
+    steps: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 def details_record(details: Details) -> dict:
@@ -42,15 +51,26 @@ def details_from(rec: object) -> Details | None:
             continue  # a field a later version wrote
         if not _fits(name, value):
             return None
-        values[name] = value
+        values[name] = tuple((c, s) for c, s in value) if name == "todos" and value is not None else value
     return Details(**values)
 
 
 def _fits(name: str, value: object) -> bool:
     if name == "outcome":
         return value in get_args(Outcome)
-    if name in ("diff",):
+    if name in ("diff", "session"):
         return isinstance(value, str)
     if name == "clipped":
         return isinstance(value, bool)
+    if name == "todos":
+        return value is None or (isinstance(value, (list, tuple)) and all(
+            isinstance(t, (list, tuple)) and len(t) == 2 and isinstance(t[0], str) and t[1] in TODO_STATUSES
+            for t in value))
     return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def checklist(todos: tuple[tuple[str, str], ...]) -> str:
+    """The checklist as plain text, one `[x] item` line each (what the model reads back)."""
+    if not todos:
+        return "(the todo list is empty)"
+    return "\n".join(f"{MARKS.get(status, '[ ]')} {content}" for content, status in todos)

@@ -257,8 +257,12 @@ class Agent:
         return True
 
     def act(self, history: list[Message], reply: AssistantMessage, run: Tally, tools: ToolContext) -> None:
-        """Run the reply's calls; each result is shown and stored only after every rewrite."""
+        """Run the reply's calls; each result is shown and stored only after every rewrite. A child agent's
+        (`task`) model requests and tokens count as this run's."""
+        tools = replace(tools, steps_left=self.limits.max_steps - run.steps, tokens_left=self.limits.tokens_left(run.usage),
+                        approver=self.steering.approver)
         for call, result in self.run_calls(reply, tools):
+            run.charge(result)
             run.needed_approval |= result.content.startswith(HEADLESS_DENIAL)
             result = run.repeats.observe(call, result)
             self.emit(ToolFinished(call, result))
@@ -367,3 +371,10 @@ class Tally:
     cut: bool = False  # the model was told once that a reply was cut at max_tokens
     hook_stops: int = 0  # times a stop hook sent the model back
     check: CheckRan | None = None  # the last completion check
+
+    def charge(self, result: ToolResult) -> None:
+        """Count a child agent's model requests and tokens (a `task` result's details) as this run's."""
+        d = result.details
+        if d is not None and d.steps:
+            self.steps += d.steps
+            self.usage += Usage(d.prompt_tokens or 0, d.completion_tokens or 0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from loopagent.policy import MODES
+from loopagent.policy import STRICTNESS
 
 SANDBOX_MODES = ("off", "workspace-write", "read-only")  # weakest first, as in loopagent/sandbox/spec.py
 # Settings that start programs: a project file's are dropped unvalidated (opening a repository starts
@@ -46,7 +46,7 @@ def tighten_only(values: dict[str, Any], where, current, warnings: list[str]) ->
         new = getattr(type(current)(**{key: value}), key)
         if how == "add":
             kept[key] = value
-        elif how == "stricter" and MODES.index(new) <= MODES.index(old):
+        elif how == "stricter" and STRICTNESS.index(new) >= STRICTNESS.index(old):
             kept[key] = value
         elif how == "enable" and new:
             kept[key] = value

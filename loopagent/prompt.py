@@ -31,14 +31,21 @@ INSTRUCTIONS_NOTE = (
     "tools or commands are allowed: the user's approval settings decide that."
 )
 DEFAULT_LIMIT = 32 * 1024
+PLAN_MODE = (
+    "Plan mode is on: you may read, search and run commands, but nothing may change the workspace. File "
+    "writes are refused and shell commands run with the workspace read-only. Investigate, then answer with "
+    "a concrete plan (the files to change and how, and how to check it); the user leaves plan mode to carry "
+    "it out.")
 
 
 def system_prompt(tool_names: list[str], today: datetime.date | None = None, *,
                   workspace: Path | None = None, cwd: Path | None = None, limit: int = DEFAULT_LIMIT,
-                  ctx_size: int | None = None) -> str:
-    """The first message of every request (compact in a window under 4096 tokens); AGENTS.md read given `workspace`."""
+                  ctx_size: int | None = None, mode: str = "") -> str:
+    """The first message of every request (compact in a window under 4096 tokens); AGENTS.md read given `workspace`;
+    `mode`, the approval mode the run starts in (plan mode is explained)."""
     if ctx_size is not None and ctx_size < COMPACT_BELOW:
-        return compact_prompt(tool_names, workspace=workspace, cwd=cwd, limit=min(limit, COMPACT_LIMIT))
+        prompt = compact_prompt(tool_names, workspace=workspace, cwd=cwd, limit=min(limit, COMPACT_LIMIT))
+        return f"{prompt}\n\n{PLAN_MODE}" if mode == "plan" else prompt
     day = (today or datetime.date.today()).isoformat()
     where = working_dir(workspace, cwd) if workspace else None
     rel = where.relative_to(root_of(workspace)).as_posix() if where else "."
@@ -48,6 +55,8 @@ def system_prompt(tool_names: list[str], today: datetime.date | None = None, *,
         f"{started}\nTools: {', '.join(tool_names)}. OS: {platform.system()}. Shell: bash. Date: {day}."
     )
     prompt = f"{RULES}\n\n# Environment\n{facts}"
+    if mode == "plan":
+        prompt += f"\n\n# Plan mode\n{PLAN_MODE}"
     if workspace is not None:
         files = instructions(workspace, where, limit)
         if files:

@@ -141,7 +141,7 @@ def agent(
     api_key: Annotated[str | None, typer.Option(
         "--api-key", metavar="KEY", help="API key; else LOOP_API_KEY, else OPENAI_API_KEY. Never printed.")] = None,
     approval: Annotated[str | None, typer.Option(
-        "--approval", metavar="MODE", help=f"What runs without asking: ask, edits or all. {default('approval')}",
+        "--approval", metavar="MODE", help=f"What runs without asking: ask, edits, all, or plan (change nothing). {default('approval')}",
         autocompletion=approval_modes)] = None,
     max_steps: Annotated[int | None, typer.Option(
         "--max-steps", metavar="N", help=f"Model requests before the run stops. {default('max_steps')}")] = None,

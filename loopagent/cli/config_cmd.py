@@ -117,7 +117,7 @@ def check(
         metavar="COMMAND", help="The shell command to judge, quoted as one argument.")],
     workspace: Workspace = None,
     approval: Annotated[str | None, typer.Option(
-        "--approval", metavar="MODE", help="ask, edits or all. [default: as configured]")] = None,
+        "--approval", metavar="MODE", help="ask, edits, all or plan. [default: as configured]")] = None,
     sandbox_mode: Annotated[str | None, typer.Option(
         "--sandbox", metavar="MODE", help="workspace-write, read-only or off. [default: as configured]")] = None,
 ) -> None:

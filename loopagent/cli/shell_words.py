@@ -13,7 +13,8 @@ from pathlib import Path
 import typer
 
 APPROVAL_MODES = (("ask", "ask before every edit and command"), ("edits", "edits run; commands ask"),
-                  ("all", "everything runs (shell commands sandboxed)"))
+                  ("all", "everything runs (shell commands sandboxed)"),
+                  ("plan", "read and run, change nothing (workspace read-only)"))
 FORMATS = (("md", "Markdown"), ("html", "one self-contained HTML file"))
 MAX_SESSIONS = 50  # newest first; more only slows the shell
 

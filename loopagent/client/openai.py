@@ -97,6 +97,16 @@ class OpenAIClient:
     def close(self) -> None:
         self._http.close()
 
+    def sibling(self) -> OpenAIClient:
+        """A client for a child agent (`task`): its own per-request state over this one's connection pool
+        (an httpx.Client is thread-safe, and a new one costs ~50 ms of TLS set-up even for http://). The
+        child never closes it: the pool is this client's."""
+        import copy
+
+        twin = copy.copy(self)
+        twin._encoder, twin._last_stream = WireEncoder(), None
+        return twin
+
     def complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
         cancel: Cancel,

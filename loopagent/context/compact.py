@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 KEEP_RECENT = 0.35  # compaction keeps recent turns up to this share of the limit verbatim
 KEEP_ON_DEMAND = 0.1  # ...and less when a person asked for it (/compact): they want the room
+TODO_HEAD = "Your todo list as it stands (keep it current with todo_write):"
 
 SUMMARY_SYSTEM = "You summarise a coding agent's work so that it can continue after its context is compacted."
 SUMMARY_PROMPT = """Write a working summary of the transcript above; it will replace those turns in your context.
@@ -78,10 +79,24 @@ def apply(window: ContextWindow, history: Sequence[Message], step: Compaction, r
     if not text:
         raise ContextFull("compaction failed: the model returned an empty summary")
     usage = reply.usage or Usage(messages_tokens(step.messages), estimate_tokens(reply.text))
+    text = with_todos(text, history, step.upto)
     window.view_state.summary = Summary(text, step.upto, history[step.upto - 1])
     after = window.view(history)
     check_pairing(after)
     return Compacted(text, step.upto, step.tokens_before, window.tokens(after), usage, step.focus)
+
+
+def with_todos(summary: str, history: Sequence[Message], upto: int) -> str:
+    """The summary with the model's todo list (its latest todo_write) when that list is among the
+    summarised messages: the checklist is never forgotten with the turns that made it."""
+    latest = next((i for i in range(len(history) - 1, -1, -1) if isinstance(history[i], ToolResult)
+                   and history[i].details is not None and history[i].details.todos is not None), None)
+    if latest is None or latest >= upto:  # none, or still verbatim in the recent turns
+        return summary
+    from loopagent.details import checklist
+
+    todos = history[latest].details.todos  # type: ignore[union-attr]
+    return f"{summary}\n\n{TODO_HEAD}\n{checklist(todos)}"
 
 
 def keep_from(window: ContextWindow, history: Sequence[Message], share: float) -> int:

@@ -9,10 +9,12 @@ wrappers  programs that run programs, and options that change what runs
 quoting   bash quoting read from source text
 paths     path arithmetic on strings
 unparseable  what the parser cannot read, with the reason
+plan     approval mode plan: nothing changes the workspace
 """
 
-from .decision import MODES, SANDBOX_STATES, Decision, Verdict
+from .decision import MODES, SANDBOX_STATES, STRICTNESS, Decision, Verdict, stricter
 from .judge import Policy, policy_for
 from .rules import TOOL_RULE, Rule
 
-__all__ = ["MODES", "SANDBOX_STATES", "TOOL_RULE", "Decision", "Policy", "Rule", "Verdict", "policy_for"]
+__all__ = ["MODES", "SANDBOX_STATES", "STRICTNESS", "TOOL_RULE", "Decision", "Policy", "Rule", "Verdict", "policy_for",
+           "stricter"]

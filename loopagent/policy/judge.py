@@ -16,7 +16,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from .builtin import RAW_WRITERS, RULE_DEVICE, builtin, fail_closed, protected_write, written
-from .decision import MODES, SANDBOX_STATES, Decision
+from .decision import MODES, SANDBOX_STATES, STRICTNESS, Decision
 from .parse import Command, parse
 from .paths import inside, is_harmless_device, relative, resolve
 from .rules import Rule
@@ -46,18 +46,31 @@ class Policy:
 
     def __init__(self, mode: str = "edits", rules: Iterable[Rule] = (), workspace: str | PurePath | None = None,
                  *, sandbox: str = "off", sandbox_problem: str = "",
-                 resolve: Callable[[str], str | None] | None = None, tools: Iterable[ToolSpec] | None = None):
+                 resolve: Callable[[str], str | None] | None = None, tools: Iterable[ToolSpec] | None = None,
+                 floor: str = "all"):
         if mode not in MODES:
             raise ValueError(f"approval mode must be one of {', '.join(MODES)}, not {mode!r}")
         if sandbox not in SANDBOX_STATES:
             raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_STATES)}, not {sandbox!r}")
         self.mode = mode
+        # The loosest mode this policy may be switched to (`/approval`, `/plan`): a project file that
+        # forces plan mode is a floor no switch goes below.
+        self.floor = floor if floor in MODES else "all"
         self.rules = tuple(rules)
         # Only path arithmetic is done with it; a placeholder keeps the policy usable without one.
         self.root = posixpath.normpath(str(workspace)) if workspace else "/workspace"
         self.sandbox, self.sandbox_problem = sandbox, sandbox_problem
         self.resolve = resolve
         self._tools = None if tools is None else tuple(tools)
+
+    def switch(self, mode: str) -> str:
+        """Put the policy in `mode`; '' when done, else why not (an unknown mode, or looser than the floor)."""
+        if mode not in MODES:
+            return f"approval mode must be one of {', '.join(MODES)}"
+        if STRICTNESS.index(mode) < STRICTNESS.index(self.floor):
+            return f"the project file sets approval {self.floor}; a switch may not loosen it"
+        self.mode = mode
+        return ""
 
     # -- tools -------------------------------------------------------------------------------
 
@@ -80,6 +93,17 @@ class Policy:
         A name it does not know is judged as an external tool without a path argument.
         """
         name, effect, path = self.kind(tool, args)
+        if effect == "delegate":  # a child agent: each of its calls meets a policy no looser than this one
+            denied = next(iter(self.tool_rules(name, "deny")), None)
+            if denied is not None:
+                return Decision("deny", f"{name} matches a deny rule", denied.describe())
+            return Decision("allow", rule="a child agent: its own calls are judged")
+        if self.mode == "plan" and effect != "read":
+            from loopagent.tools.spec import COMMAND
+
+            from .plan import plan_decision
+
+            return plan_decision(name, effect, str(args.get(COMMAND) or ""), self.check, self.sandbox)
         if effect == "exec":
             from loopagent.tools.spec import COMMAND
 
@@ -249,11 +273,11 @@ class Policy:
 
 
 def policy_for(settings: Settings, rules: Iterable[Rule], workspace: Workspace, sandbox: Sandbox,
-               tools: Iterable[ToolSpec] | None = None) -> Policy:
+               tools: Iterable[ToolSpec] | None = None, floor: str = "all") -> Policy:
     """The policy of a run in `workspace`, built alike for every caller (a run, `loop policy check`), so the
     check answers what the run would: the same mode, rules, sandbox state and real paths (symlinks resolved)."""
     return Policy(settings.approval, rules, workspace.root, sandbox=sandbox.state, sandbox_problem=sandbox.problem or "",
-                  resolve=workspace.real_rel, tools=tools)
+                  resolve=workspace.real_rel, tools=tools, floor=floor)
 
 
 def reads_piped_code(cmd: Command) -> bool:

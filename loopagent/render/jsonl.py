@@ -70,6 +70,8 @@ class JsonPrinter:
             r = event.result
             self.write({"type": "tool_result", "id": r.call_id, "name": r.name, "is_error": r.is_error,
                         "content": r.content})
+            if r.details is not None and r.details.todos is not None:  # todo_write: the checklist as it stands
+                self.write({"type": "todo", "todos": [{"content": c, "status": s} for c, s in r.details.todos]})
         elif isinstance(event, Notice):
             self.write({"type": "notice", "kind": event.kind, "text": event.text})
         elif isinstance(event, HookRan):

@@ -118,3 +118,13 @@ def done_line(status: str, message: str, task: Tally, total: Tally | None, width
                f"done: {status}{tail}"]
     text = next((shape for shape in shapes if width is None or cell_len(shape) <= width), shapes[-1])
     return ((text, "green" if status == "completed" else "yellow"),)
+
+
+def todo_rows(todos: tuple[tuple[str, str], ...]) -> list[Line]:
+    """The model's checklist under its todo_write call: done items struck and dimmed, the current one bold."""
+    from loopagent.details import MARKS
+    from loopagent.render.safe import printable
+
+    styles = {"completed": "dim strike", "in_progress": "bold", "pending": ""}
+    return [(("      ", ""), (f"{MARKS.get(status, '[ ]')} ", "dim"), (printable(content), styles.get(status, "")))
+            for content, status in todos]

@@ -86,6 +86,7 @@ class TerminalRenderer(ApprovalView):
         self.total = lines.Tally()  # ... and all tasks this renderer showed
         self.tasks = 0
         self.tool_started = 0.0
+        self.children: dict[int, str] = {}  # running `task` children's lines, by child
         self._new_turn()
 
     @property
@@ -169,6 +170,8 @@ class TerminalRenderer(ApprovalView):
         took = time.monotonic() - self.tool_started if self.tool_started and self.color else None
         self.tool_started = 0.0
         self.sink.rows(lines.result_lines(result, owner, took, self.sink.width))
+        if event.result.details is not None and event.result.details.todos is not None:
+            self.sink.rows(lines.todo_rows(event.result.details.todos))
         if change:
             self.sink.diff(change, "      ")
 
@@ -259,6 +262,16 @@ class TerminalRenderer(ApprovalView):
 
     def set_activity(self, label: str | None) -> None:
         self.sink.set_activity(label)
+
+    def child_line(self, key: int, text: str | None) -> None:
+        """A `task` child's one updating line (None: the child is done), shown under the running call."""
+        lines = self.children
+        if text is None:
+            lines.pop(key, None)
+        else:
+            lines[key] = text
+        # under the spinner, each line aligned with the first one's text
+        self.set_activity("\n  ".join(lines[k] for k in sorted(lines)) if lines else "running task")
 
     def set_queued(self, queued: list[str]) -> None:
         """Messages typed during a turn, shown until they are sent."""

@@ -94,6 +94,7 @@ class Built:
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
     agent: Agent | None = None  # built by `assemble`
+    children: Any = None  # the `task` tool's spawner (run/child.py), told the session by `assemble`
 
     def close(self) -> None:
         """End what the run started outside the loop: the MCP servers' processes."""
@@ -141,6 +142,8 @@ class Built:
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
                       context=self.context, hooks=self.hooks)
         self.agent = agent
+        if self.children is not None:
+            self.children.rec = rec
         return agent
 
 
@@ -264,6 +267,18 @@ def limits_for(settings: Settings, headless: bool):
                   max_nudges=2 if headless else 0, check_retries=settings.check_retries, time_limit=settings.timeout)
 
 
+def children_for(host: Host, workspace: Path):
+    """The spawner of the run's `task` tool, with the user's and the project's agents (a file that cannot be
+    used is one warning on `host.err`)."""
+    from loopagent.run.child import Children
+    from loopagent.tools.task_agents import load_agents
+
+    agents, warnings = load_agents(host.home, workspace)
+    for warning in warnings:
+        print(f"loop: warning: {printable(warning)}", file=host.err)
+    return Children(agents, host)
+
+
 def check_for(settings: Settings, tools, none):
     """The configured completion check, run like the shell tool (the same executor, so sandboxed, the
     same env without secrets, the same redactor); `none` when no check is configured."""
@@ -286,8 +301,9 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     from loopagent.prices import pricer
     from loopagent.prompt import system_prompt
     from loopagent.run import discovery
-    from loopagent.sandbox import open_sandbox, spec_from_settings
+    from loopagent.sandbox import ReadOnlyWhen, open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
+    from loopagent.tools.task import Task
     from loopagent.tools.workspace import Workspace
 
     settings = config.settings
@@ -301,7 +317,8 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
         # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
         workspace = Workspace(opts.workspace, protected=(host.home,))
         builtin = default_tools()
-        policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin])
+        floor = settings.approval if config.origins.get("approval") == "project" else "all"
+        policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin], floor)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     for warning in config.warnings:  # project-file values that would loosen permissions
@@ -316,14 +333,18 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     settings = fitted.settings
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
-    registry = Registry([*builtin, *mcp_tools_of(hub, host)])
+    children = children_for(host, opts.workspace)
+    registry = Registry([*builtin, *mcp_tools_of(hub, host), Task(children)])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
     approver = None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                        executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
+                        executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"), may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
-                           limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
-    return Built(config, fitted, interactive, model, registry, tools, policy, approver,
-                 hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
-                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)
+                           limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size, mode=settings.approval)
+    built = Built(config, fitted, interactive, model, registry, tools, policy, approver,
+                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
+                  pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system,
+                  mcp=hub, children=children)
+    children.built = built  # a `task` call makes its child from the parent's parts
+    return built

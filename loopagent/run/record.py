@@ -293,7 +293,9 @@ def describe_tree(found: list[Summary]) -> list[str]:
     for name, (depth, s) in zip(names, placed, strict=True):
         line = describe_session(replace(s, id=name), id_width, status_width)
         if s.parent:  # under its parent the message is enough; a root's parent is gone (or elsewhere)
-            origin = "" if depth else f"fork of {s.parent['session']} "
+            kind = f"task {s.parent['agent']}" if s.parent.get("agent") else "fork"
+            origin = f"{kind} " if s.parent.get("agent") or not depth else ""
+            origin += "" if depth else f"of {s.parent['session']} "
             line += f"  ({origin}at msg {s.parent['message']})"
         lines.append(line)
     return lines

@@ -8,8 +8,18 @@ puts back git metadata that would run a program (gitconfig.py and gitindex.py re
 restorer.py writes without following links).
 """
 
-from loopagent.sandbox.executor import BwrapExecutor, Executor, PlainExecutor, Sandbox, Started, open_sandbox
+from loopagent.sandbox.executor import (
+    BwrapExecutor,
+    Executor,
+    PlainExecutor,
+    ReadOnlyWhen,
+    Sandbox,
+    Started,
+    open_sandbox,
+    read_only,
+)
 from loopagent.sandbox.spec import MODES, SandboxSpec, spec_from, spec_from_settings
 
-__all__ = ["MODES", "BwrapExecutor", "Executor", "PlainExecutor", "Sandbox", "SandboxSpec", "Started",
+__all__ = ["MODES", "BwrapExecutor", "Executor", "PlainExecutor", "ReadOnlyWhen", "Sandbox", "SandboxSpec", "Started",
+           "read_only",
            "open_sandbox", "spec_from", "spec_from_settings"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,7 +80,39 @@ class BwrapExecutor:
         return wall_note(output, self.spec, exit_code, command)
 
 
-Executor = PlainExecutor | BwrapExecutor
+def read_only(executor: PlainExecutor | BwrapExecutor) -> PlainExecutor | BwrapExecutor:
+    """The same executor with the workspace bound read-only and no extra writable dirs (approval mode plan,
+    read-only children, `loop review`); a plain executor has no walls to change (the policy then admits
+    only commands it can show to be read-only)."""
+    if isinstance(executor, PlainExecutor) or executor.spec.mode == "read-only":
+        return executor
+    from dataclasses import replace
+
+    return BwrapExecutor(replace(executor.spec, mode="read-only", writable=()), executor.bwrap)
+
+
+@dataclass
+class ReadOnlyWhen:
+    """Runs each call with the workspace read-only while `now()` says so (the policy is in plan mode), else
+    as `normal` does: the mode may change between turns (`/plan`), the executor follows at the next call."""
+
+    normal: PlainExecutor | BwrapExecutor
+    now: Callable[[], bool]
+
+    def current(self) -> PlainExecutor | BwrapExecutor:
+        return read_only(self.normal) if self.now() else self.normal
+
+    def describe(self) -> str:
+        return self.current().describe()
+
+    def spawn(self, argv: list[str], cwd: str, env: Mapping[str, str]) -> Started:
+        return self.current().spawn(argv, cwd, env)
+
+    def note(self, output: str, exit_code: int | None = None, command: str = "") -> str | None:
+        return self.current().note(output, exit_code, command)
+
+
+Executor = PlainExecutor | BwrapExecutor | ReadOnlyWhen
 
 
 def popen(argv: list[str], cwd: str, env: Mapping[str, str]) -> subprocess.Popen:

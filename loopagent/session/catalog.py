@@ -105,13 +105,17 @@ class Summary:
 
 
 def parent_of(header: dict) -> dict | None:
-    """A header's `parent` {"session": id, "message": index} when it is well formed, else None."""
+    """A header's `parent` {"session": id, "message": index} when it is well formed, else None; a `task`
+    child's also names its agent ({"agent": "explore"})."""
     parent = header.get("parent")
     if not isinstance(parent, dict) or not isinstance(parent.get("session"), str):
         return None
     message = parent.get("message")
     if not isinstance(message, int) or isinstance(message, bool):
         return None
+    agent = parent.get("agent")
+    if isinstance(agent, str) and re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", agent):
+        return {"session": parent["session"], "message": message, "agent": agent}
     return {"session": parent["session"], "message": message}
 
 
@@ -186,8 +190,8 @@ def find(home: Path, workspace: Path, spec: str) -> Path:
     sessions = paths(home, workspace)
     if not sessions:
         raise SessionError(f"no saved sessions for workspace {os.path.realpath(workspace)}")
-    if spec == "last":
-        return sessions[0]
+    if spec == "last":  # a `task` child's session is its parent's part, never the one to continue
+        return next((p for p in sessions if "agent" not in (parent_of(read_header(p)) or {})), sessions[0])
     exact = [p for p in sessions if p.stem == spec]
     matches = exact or [p for p in sessions if p.stem.startswith(spec)]
     if len(matches) == 1:

@@ -15,8 +15,9 @@ def default_tools() -> list[Tool]:
     from loopagent.tools.files import EditFile, ReadFile, WriteFile
     from loopagent.tools.search import Grep, ListFiles
     from loopagent.tools.shell import Shell
+    from loopagent.tools.todo import TodoWrite
 
-    return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), Shell()]
+    return [ReadFile(), ListFiles(), Grep(), WriteFile(), EditFile(), Shell(), TodoWrite()]
 
 
 @cache

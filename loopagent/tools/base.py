@@ -37,6 +37,10 @@ class ToolContext:
     # grep and list_files skip what may not be read; a hard-linked file needs an explicit allow rule.
     may_read: Callable[[str], bool] = lambda rel: True
     explicitly_allows: Callable[[str, str], bool] = lambda tool, rel: False
+    # What the run has left when a turn's calls start (the loop sets them): a `task` child's limits.
+    steps_left: int | None = None
+    tokens_left: int | None = None
+    approver: Any = None  # the run's approver (the REPL's pauses its type-ahead), for a child's questions
     # Tells the user something went wrong beside the result (a Notice("warning") once the agent is built).
     warn: Callable[[str], None] = lambda text: print(f"loop: warning: {text}", file=sys.stderr, flush=True)
 

@@ -18,8 +18,9 @@ NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #   edit      changes files in the workspace: runs unasked in approval mode `edits`
 #   exec      runs its `command` argument as a shell command line: the shell checker judges that line
 #   external  acts outside the workspace (an MCP server's tool): asked unless mode `all` or an allow rule
-Effect = Literal["read", "edit", "exec", "external"]
-EFFECTS: tuple[Effect, ...] = ("read", "edit", "exec", "external")
+#   delegate  runs a child agent (`task`) whose every call the policy judges in turn: runs unasked
+Effect = Literal["read", "edit", "exec", "external", "delegate"]
+EFFECTS: tuple[Effect, ...] = ("read", "edit", "exec", "external", "delegate")
 COMMAND = "command"  # the argument an exec tool runs
 SUBJECT_KEYS = ("path", "command", "pattern", "query", "url", "name")
 

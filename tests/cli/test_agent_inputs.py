@@ -58,7 +58,7 @@ def test_credentials_in_a_refused_url_are_not_echoed(run_loop, tmp_path):
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (("--approval", "yolo"), "loop: --approval must be one of ask, edits, all, not 'yolo'"),
+    (("--approval", "yolo"), "loop: --approval must be one of ask, edits, all, plan, not 'yolo'"),
     (("--sandbox", "maybe"), "loop: --sandbox must be one of workspace-write, read-only, off, not 'maybe'"),
     (("--max-steps", "0"), "loop: --max-steps must be at least 1, not 0"),
     (("--ctx-size", "12"), "loop: --ctx-size must be at least 256, not 12"),
@@ -72,8 +72,8 @@ def test_a_bad_flag_value_is_one_clean_line_naming_what_is_allowed(run_loop, tmp
 
 
 @pytest.mark.parametrize(("where", "expected"), [
-    ("env", "env LOOP_APPROVAL: approval must be one of ask, edits, all, not 'yolo'"),
-    ("file", "line 2: approval must be one of ask, edits, all, not 'yolo'"),
+    ("env", "env LOOP_APPROVAL: approval must be one of ask, edits, all, plan, not 'yolo'"),
+    ("file", "line 2: approval must be one of ask, edits, all, plan, not 'yolo'"),
 ])
 def test_a_bad_setting_from_env_or_file_is_one_line_too(run_loop, tmp_path, loop_home, where, expected):
     env = {}

@@ -122,7 +122,7 @@ def test_completion_offers_approval_modes_formats_and_this_workspace_s_sessions(
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         return proc.stdout.split()
 
-    assert complete("loop agent --approval ", ws) == ["ask", "edits", "all"]
+    assert complete("loop agent --approval ", ws) == ["ask", "edits", "all", "plan"]
     assert complete("loop export ", ws) == newest_first
     assert complete(f"loop agent -C {ws} --fork 2025", other) == newest_first[1:]  # -C names the workspace
 

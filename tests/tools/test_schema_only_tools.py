@@ -146,7 +146,7 @@ def test_read_only_subject_and_resource_are_decided_per_call():
 def test_built_in_tools_produce_specs_the_client_writes_as_before(tmp_path):
     registry = Registry(default_tools())
     specs = {s.name: s for s in registry.specs()}
-    assert list(specs) == ["read_file", "list_files", "grep", "write_file", "edit_file", "shell"]
+    assert list(specs) == ["read_file", "list_files", "grep", "write_file", "edit_file", "shell", "todo_write"]
     assert specs["read_file"].read_only is True and specs["shell"].read_only is False
     read = specs["read_file"].parameters
     assert read["required"] == ["path"] and "title" not in read and "title" not in read["properties"]["path"]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from loopagent.cli.repl import slash, slash_prompt
+from loopagent.cli.repl import plan_cmd, slash, slash_prompt
 
 if TYPE_CHECKING:
     from loopagent.cli.repl.state import ReplState
@@ -38,7 +38,8 @@ COMMANDS: dict[str, Command] = {
     "/help": Command(show_help, "list the commands"),
     "/exit": Command(slash.leave, "leave (exit code 0)"),
     "/model": Command(slash.model, "show or switch the model: /model NAME"),
-    "/approval": Command(slash.approval, "show or switch the approval mode: /approval ask|edits|all"),
+    "/approval": Command(slash.approval, "show or switch the approval mode: /approval ask|edits|all|plan"),
+    "/plan": Command(plan_cmd.plan, "plan mode on or off: read and run, change nothing (/plan on|off)"),
     "/tokens": Command(slash.tokens, "tokens per step (model request) and the share of tool results"),
     "/compact": Command(slash.compact, "summarise older turns now: /compact [focus]"),
     "/clear": Command(slash.clear, "start a new conversation (a new session)"),

@@ -68,16 +68,14 @@ def model(repl: ReplState, arg: str, prompt: Any) -> None:
 
 
 def approval(repl: ReplState, arg: str, prompt: Any) -> None:
-    from loopagent.policy import MODES
-
     policy = repl.agent.policy
     if not arg:
         repl.renderer.say(f"approval: {policy.mode}")
         return
-    if arg not in MODES:
-        repl.renderer.say(f"error: approval mode must be one of {', '.join(MODES)}", "red")
+    # the one place the mode lives: the toolbar, the shell's sandbox and every later call read it
+    if why := policy.switch(arg):
+        repl.renderer.say(f"error: {why}", "red")
         return
-    policy.mode = arg  # the one place the mode lives: the toolbar and every later call read it
     repl.renderer.say(f"approval: {arg}")
 
 
