@@ -94,6 +94,7 @@ class Built:
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
     agent: Agent | None = None  # built by `assemble`
+    output: Any = None  # --output-schema: the OutputSchema the final answer must satisfy (loopagent/output/)
 
     def close(self) -> None:
         """End what the run started outside the loop: the MCP servers' processes."""
@@ -139,7 +140,7 @@ class Built:
             else rec.checkpoints.before_change)
         agent = Agent(model=self.model, registry=self.registry, tools=tools, policy=self.policy,
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
-                      context=self.context, hooks=self.hooks)
+                      context=self.context, hooks=self.hooks, output=self.output)
         self.agent = agent
         return agent
 
@@ -292,6 +293,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
 
     settings = config.settings
     environ = {**host.environ, **opts.extra_env}
+    shape = schema_for(config)  # a bad schema file: exit 2 before anything starts
     hub = launch_mcp(settings, host, opts.workspace)  # starting while the rest is built; awaited below
     # a rule shaped like no tool name is a load error, never a shell rule; one about a tool absent now is not
     check_rules(config.rules)
@@ -326,4 +328,15 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
     return Built(config, fitted, interactive, model, registry, tools, policy, approver,
                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
-                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)
+                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub,
+                 output=shape)
+
+
+def schema_for(config: Config) -> Any:
+    """The --output-schema (or `output_schema` setting) the final answer must satisfy, checked; None without one."""
+    if not config.settings.output_schema:
+        return None
+    from loopagent.output import load_schema
+
+    source = config.sources.get("output_schema", "")
+    return load_schema(config.settings.output_schema, "--output-schema" if source == "command line" else source)
