@@ -320,6 +320,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     hooks = hooks_for(settings, workspace.root, env)
     registry = Registry([*builtin, *mcp_tools_of(hub, host)])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
+    listeners = [*(listeners or ()), *telemetry(settings, environ, sandbox, registry, redactor, host)]
     approver = None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
@@ -330,6 +331,17 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
                  pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub,
                  output=shape)
+
+
+def telemetry(settings: Settings, environ: Mapping[str, str], sandbox, registry, redactor: Redactor,
+              host: Host) -> list[Listener]:
+    """OpenTelemetry's listener when the user asked for it (loopagent/telemetry/), else none."""
+    from loopagent.telemetry import telemetry_for
+
+    walled = frozenset(s.name for s in registry.specs() if s.effect == "exec") if sandbox.state == "sandboxed" \
+        else frozenset()
+    return telemetry_for(settings, environ, walled, redactor.redact,
+                         lambda text: print(f"loop: warning: {printable(text)}", file=host.err))
 
 
 def schema_for(config: Config) -> Any:
