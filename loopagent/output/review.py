@@ -52,13 +52,14 @@ The change ({what}):
 
 def review_task(diff: str, what: str, budget: int) -> str:
     """The task: instructions and the diff, clipped to `budget` characters with the clip marker."""
-    shown = clip(diff, budget * 2 // 3, budget // 3, lines=True, note=CLIP_NOTE) if len(diff) > budget else diff
+    shown = clip(diff, budget * 2 // 3, budget // 3, note=CLIP_NOTE)  # cut at line breaks, the marker on its own line
     return TASK.format(what=what, diff=shown.replace("```", "`\u200b``"))
 
 
 def diff_budget(ctx_size: int) -> int:
-    """Characters of diff the first request may hold: about half the context window (4 characters a token)."""
-    return max(8_000, ctx_size * 2)
+    """Characters of diff the first request may hold: about a quarter of the context window (3 to 4 characters
+    a token), leaving room for the system prompt, the tools, the files the model reads and its answer."""
+    return max(4_000, ctx_size)
 
 
 @dataclass(frozen=True)
