@@ -56,6 +56,9 @@ class OutputSchema:
             where = "/".join(map(str, exc.absolute_path)) or "the top level"
             raise UsageError(f"{source or 'the output schema'}: not a valid JSON Schema at {where}: "
                              f"{_line(exc.message)}") from None
+        if remote := next((ref for ref in refs(schema) if not ref.startswith("#")), None):
+            raise UsageError(f"{source or 'the output schema'}: $ref {_line(ref_shown(remote))} is not in the file; "
+                             "loop fetches nothing, so only local references (\"#/...\") work")
         return cls(schema, source, kind(schema))
 
     def judge(self, text: str) -> Verdict:
@@ -66,7 +69,10 @@ class OutputSchema:
             value = json.loads(body)
         except ValueError as exc:
             return Verdict(None, f"not JSON ({exc})" if body.strip() else "the answer is empty")
-        error = next(iter(sorted(self._validator.iter_errors(value), key=lambda e: e.path)), None)
+        try:
+            error = next(iter(sorted(self._validator.iter_errors(value), key=lambda e: e.path)), None)
+        except Exception as exc:  # noqa: BLE001 - a reference the schema cannot resolve, found only now
+            return Verdict(None, f"the schema cannot be applied ({_line(str(exc))})")
         if error is not None:
             where = "/".join(map(str, error.absolute_path)) or "the top level"
             return Verdict(None, f"at {where}: {_line(error.message)}")
@@ -94,11 +100,29 @@ def load_schema(path: str | Path, label: str = "--output-schema") -> OutputSchem
         raise UsageError(f"{label} {path}: larger than {MAX_SCHEMA_BYTES // 1_000_000} MB")
     try:
         schema = json.loads(raw)
+        if not isinstance(schema, dict):
+            raise UsageError(f"{label} {path}: a JSON Schema is an object, like {{\"type\": \"object\"}}")
+        return OutputSchema.of(schema, f"{label} {path}")
+    except RecursionError:
+        raise UsageError(f"{label} {path}: nested too deeply") from None
     except ValueError as exc:
         raise UsageError(f"{label} {path}: not JSON ({_line(str(exc))})") from None
-    if not isinstance(schema, dict):
-        raise UsageError(f"{label} {path}: a JSON Schema is an object, like {{\"type\": \"object\"}}")
-    return OutputSchema.of(schema, f"{label} {path}")
+
+
+def refs(node: Any) -> list[str]:
+    """Every `$ref` string in a schema, however deep."""
+    if isinstance(node, dict):
+        own = [node["$ref"]] if isinstance(node.get("$ref"), str) else []
+        return own + [ref for value in node.values() for ref in refs(value)]
+    if isinstance(node, list):
+        return [ref for value in node for ref in refs(value)]
+    return []
+
+
+def ref_shown(ref: str) -> str:
+    from loopagent.secrets import public_url
+
+    return public_url(ref) or ref if "://" in ref else ref
 
 
 def _line(text: str, limit: int = 300) -> str:

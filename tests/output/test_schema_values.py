@@ -47,6 +47,7 @@ def test_what_is_not_valid_says_why_in_one_line(answer, why):
     ("[1, 2]", "a JSON Schema is an object"),
     ('{"type": "objekt"}', "not a valid JSON Schema at type"),
     ('{"properties": {"a": {"minimum": "x"}}}', "at properties/a/minimum"),
+    ('{"items": {"$ref": "https://example.com/s.json"}}', "loop fetches nothing"),
 ])
 def test_a_schema_file_that_cannot_be_used_is_a_usage_error(tmp_path: Path, content, said):
     path = tmp_path / "s.json"
