@@ -119,3 +119,18 @@ def test_a_bad_revision_is_exit_2_before_any_request(run_loop, repo, server):
     proc = run_loop("review", "-C", str(repo), "--base-url", server.url, "--commit", "deadbeef", timeout=60)
     assert proc.returncode == 2 and "--commit deadbeef: not a revision" in proc.stderr
     assert proc.stderr.count("\n") == 1 and not server.requests
+
+
+def test_git_runs_nothing_a_hostile_repository_configures(repo, tmp_path):
+    marker = tmp_path / "ran"
+    for key, value in (("core.fsmonitor", f"touch {marker}; false"), ("diff.external", f"touch {marker}; true"),
+                       ("core.pager", f"touch {marker}; cat")):
+        git(repo, "config", key, value)
+    (repo / "calc.py").write_text("changed\n")
+    subprocess.run(["git", "-c", "core.pager=", "diff", "HEAD"], cwd=repo, capture_output=True, timeout=30,
+                   env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull})
+    assert marker.exists()  # the attack works on a plain `git diff`
+    marker.unlink()
+    for kind, rev in (("uncommitted", ""), ("commit", "HEAD"), ("base", "main")):
+        collect_diff(repo, kind, rev)
+    assert not marker.exists()
