@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from loopagent.output.answer import AnswerFile
 from loopagent.run.build import Host
 from loopagent.run.launch import run_agent
 from loopagent.run.spec import Flags, RunSpec
@@ -41,14 +40,14 @@ def run(run_loop, srv: FakeServer, workspace: Path, *args: str):
                     timeout=60)
 
 
-def run_here(srv: FakeServer, workspace: Path, schema: Path, tmp_path: Path, listeners=()) -> tuple[int, list]:
+def run_here(srv: FakeServer, workspace: Path, schema: Path, tmp_path: Path) -> tuple[int, list]:
     """The run `loop agent --json --output-schema SCHEMA` makes, in this process."""
     out = io.StringIO()
     host = Host(env={"PATH": os.environ.get("PATH", "")}, home=tmp_path / "home", cwd=workspace, out=out,
                 err=io.StringIO())
     spec = RunSpec(task="count the files", workspace=workspace, json=True,
                    flags=Flags(base_url=srv.url, output_schema=str(schema), checkpoints=False))
-    return run_agent(spec, list(listeners), host), lines(out.getvalue())
+    return run_agent(spec, None, host), lines(out.getvalue())
 
 
 def test_a_valid_first_answer_in_a_fence_is_the_output_and_o_writes_it(run_loop, server, workspace, schema_file,
@@ -79,14 +78,14 @@ def test_an_invalid_answer_is_asked_again_with_response_format_and_no_tools(run_
     assert events[-1]["output"] == {"verdict": "pass", "count": 1} and events[-1]["steps"] == 2
 
 
-def test_invalid_twice_is_output_invalid_exit_6_and_o_is_left_alone(server, workspace, schema_file,
+def test_invalid_twice_is_output_invalid_exit_6_and_o_is_left_alone(run_loop, server, workspace, schema_file,
                                                                     tmp_path):
     server.add(text('{"verdict": "maybe", "count": 1}'), text('{"verdict": "pass"}'))
     out = tmp_path / "answer.json"
     out.write_text("before\n")
-    code, events = run_here(server, workspace, schema_file, tmp_path, [AnswerFile(out)])
-    assert code == 6
-    result = events[-1]
+    proc = run(run_loop, server, workspace, "--output-schema", str(schema_file), "-o", str(out))
+    assert proc.returncode == 6, proc.stderr
+    result = lines(proc.stdout)[-1]
     assert result["status"] == "output_invalid" and "output" not in result
     assert "'count' is a required property" in result["message"]
     assert "'maybe' is not one of" in server.requests[1]["messages"][-1]["content"]
