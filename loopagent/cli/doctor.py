@@ -1,11 +1,10 @@
 """`loop doctor`: a few short requests that tell whether loop can work with a model server, and how.
 
 It asks, in order: GET /models (is anything there, does it want a key), the context size
-(client/probe.py: one short request per endpoint), one streamed text request, one streamed and
-one unstreamed request offering a tool, one asking for a reply shaped by a JSON Schema (`response_format`):
-at most four chat requests, each with a tiny prompt, a small max_tokens and a short timeout, sent by the
-same client a run uses (no retries). What it learns (streamed tool calls, context size) goes to
-servers.json as a run would record it.
+(client/probe.py: one short request per endpoint), one streamed text request, one streamed and one
+unstreamed request offering a tool, and one for a reply shaped by a JSON Schema: at most four chat
+requests, each with a tiny prompt, a small max_tokens and a short timeout, sent by the same client a
+run uses (no retries). What it learns (streamed tool calls, context size) goes to servers.json.
 """
 
 from __future__ import annotations
