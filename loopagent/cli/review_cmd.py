@@ -19,10 +19,9 @@ from typing import Annotated
 
 import typer
 
-# Until plan mode ("nothing can change the workspace", DESIGN.md) is in, the review runs in mode ask with
-# no one to ask, and denies writes and shell commands outright: a denial by rule is a result the model
+# Where loop has no plan mode ("nothing can change the workspace", DESIGN.md) the review runs in mode ask
+# with no one to ask, and denies writes and shell commands by rule: a denial by rule is a result the model
 # reads, not a headless refusal that would end the run `approval_required`.
-APPROVAL = "ask"
 READ_ONLY_DENY = ["write_file(*)", "edit_file(*)", "*"]
 GIT_TIMEOUT = 60
 MAX_UNTRACKED_BYTES = 200_000  # an untracked file larger than this is named, not shown
@@ -112,9 +111,10 @@ def run_review(root: Path, choice: tuple[str, str], fail_on: str, json_out: bool
         schema = Path(tmp) / "findings.schema.json"
         schema.write_text(json.dumps(FINDINGS_SCHEMA))
         budget = diff_budget(flags.ctx_size if isinstance(flags.ctx_size, int) else 16384)
+        approval, deny = read_only()
         spec = RunSpec(task=review_task(diff, what, budget), workspace=root, flags=dataclasses.replace(
-            flags, approval=APPROVAL, output_schema=str(schema), checkpoints=False))
-        code = run_agent(spec, [lambda e: ends.append(e) if isinstance(e, RunEnd) else None], headless(host))
+            flags, approval=approval, output_schema=str(schema), checkpoints=False))
+        code = run_agent(spec, [lambda e: ends.append(e) if isinstance(e, RunEnd) else None], headless(host, deny))
     if not ends or ends[-1].output is None:  # the run failed: its own message and exit code stand
         print(f"loop: review: no findings: the run ended {ends[-1].status if ends else 'early'}", file=host.err)
         return code or 1
@@ -124,12 +124,22 @@ def run_review(root: Path, choice: tuple[str, str], fail_on: str, json_out: bool
     return verdict.exit_code
 
 
-def headless(host):
-    """`host` for the review's run: no one to ask, the transcript on stderr (stdout is the findings'), writes
-    and shell commands denied by rule on top of the user's own deny rules."""
-    deny = [*user_rules(host.env.get("LOOP_DENY", "")), *READ_ONLY_DENY]
+def read_only() -> tuple[str, list[str]]:
+    """The review's approval mode and its deny rules: plan mode where loop has it (commands run in a sandbox that
+    binds the workspace read-only); else mode ask, writes and shell commands denied by rule."""
+    from loopagent.policy import MODES
+
+    return ("plan", []) if "plan" in MODES else ("ask", READ_ONLY_DENY)
+
+
+def headless(host, deny: list[str]):
+    """`host` for the review's run: no one to ask, the transcript on stderr (stdout is the findings'), `deny`
+    on top of the user's own deny rules."""
+    if not deny:
+        return dataclasses.replace(host, out=host.err, stdin_tty=False, stdout_tty=False)
+    rules = [*user_rules(host.env.get("LOOP_DENY", "")), *deny]
     return dataclasses.replace(host, out=host.err, stdin_tty=False, stdout_tty=False,
-                               env={**host.env, "LOOP_DENY": json.dumps(deny)})
+                               env={**host.env, "LOOP_DENY": json.dumps(rules)})
 
 
 def user_rules(raw: str) -> list[str]:
