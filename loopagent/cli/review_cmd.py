@@ -116,7 +116,11 @@ def run_review(root: Path, choice: tuple[str, str], fail_on: str, json_out: bool
             flags, approval=approval, output_schema=str(schema), checkpoints=False))
         code = run_agent(spec, [lambda e: ends.append(e) if isinstance(e, RunEnd) else None], headless(host, deny))
     if not ends or ends[-1].output is None:  # the run failed: its own message and exit code stand
-        print(f"loop: review: no findings: the run ended {ends[-1].status if ends else 'early'}", file=host.err)
+        status = ends[-1].status if ends else "error"
+        print(f"loop: review: no findings: the run ended {status}", file=host.err)
+        if json_out:
+            print(json.dumps({"error": f"the run ended {status}", "status": status, "exit_code": code or 1}),
+                  file=host.out, flush=True)
         return code or 1
     verdict = Verdict(ends[-1].output.value["findings"], ends[-1].output.value["summary"], fail_on)
     print(verdict.as_json() if json_out else "\n".join(verdict.lines()), file=host.out, flush=True)
