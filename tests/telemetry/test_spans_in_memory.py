@@ -112,3 +112,23 @@ def test_off_unless_asked(setting, env, on):
         telemetry = setting
 
     assert bool(wanted(Settings, env)) is on
+
+
+def test_a_failed_request_ends_its_chat_span_and_the_run_in_error(tmp_path, workspace):
+    from tests.fakeserver import error
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    listener = GenAITelemetry(tracer_provider, MeterProvider(), Facts("m", redact=Redactor([KEY]).redact))
+    host = Host(env={"PATH": os.environ.get("PATH", ""), "LOOP_API_KEY": KEY}, home=tmp_path / "home",
+                cwd=workspace, out=io.StringIO(), err=io.StringIO())
+    with FakeServer([error(400, f"bad request from key {KEY}")]) as srv:
+        code = run_agent(RunSpec(task=TASK, workspace=workspace, json=True, flags=Flags(base_url=srv.url)),
+                         [listener], host)
+    assert code == 1
+    chat, agent = spans.get_finished_spans()
+    assert (chat.name, agent.name) == ("chat m", "invoke_agent loop") and chat.parent.span_id == agent.context.span_id
+    assert chat.status.status_code.name == "ERROR" and agent.status.status_code.name == "ERROR"
+    assert agent.attributes["loop.status"] == "model_error" and "HTTP 400" in agent.status.description
+    assert KEY not in json.dumps([s.to_json() for s in (chat, agent)])
