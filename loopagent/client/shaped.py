@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 # How a refusal of `response_format` starts (the client's own heading of an HTTP error; 422: FastAPI's servers).
 REFUSED_FORMAT = re.compile(r"HTTP (?:400|422) ")
+# Servers (provider, URL, model) that refused it in this process: not asked again, not told again (the REPL).
+refused: set[str] = set()
 
 
 def shaped(client: Any, schema: dict[str, Any]) -> Any:
     """`client` for requests whose reply the server must shape to `schema` ({"name", "schema", "strict"}),
     sharing its connection; a client that cannot send a schema (a replay) is returned as it is."""
-    if not hasattr(client, "schema"):
+    if not hasattr(client, "schema") or client.server_key in refused:
         return client
     other = copy.copy(client)
     other.schema = schema
@@ -47,4 +49,5 @@ def complete_shaped(client: OpenAIClient, messages: Sequence[Message], emit: Cal
         emit(Notice("warning", f"{client.shown} refused response_format ({str(exc)[:200]}); asked again without "
                                "it, so the answer is only checked against the schema, not shaped by the server"))
         client.schema = None
+        refused.add(client.server_key)
         return client.send(messages, [], emit, cancel)

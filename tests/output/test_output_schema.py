@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from loopagent.client.shaped import refused
 from loopagent.run.build import Host
 from loopagent.run.launch import run_agent
 from loopagent.run.spec import Flags, RunSpec
@@ -103,6 +104,9 @@ def test_a_server_refusing_response_format_is_told_once_and_the_answer_still_che
     warnings = [e for e in events if e["type"] == "notice" and "refused response_format" in e["text"]]
     assert len(warnings) == 1
     assert events[-1]["output"] == {"verdict": "fail", "count": 3}
+    key = f"openai {server.url} default"  # remembered for this process (a REPL's next turn asks without it)
+    assert key in refused
+    refused.discard(key)
 
 
 def test_a_bad_schema_file_is_one_line_and_exit_2_before_any_request(run_loop, server, workspace, tmp_path):
