@@ -4,15 +4,54 @@ The exporters read OTEL_EXPORTER_OTLP_(TRACES_|METRICS_)ENDPOINT, _HEADERS, _TIM
 from the environment themselves (default http://localhost:4318); OTEL_SERVICE_NAME and
 OTEL_RESOURCE_ATTRIBUTES name the service; OTEL_TRACES_EXPORTER=none / OTEL_METRICS_EXPORTER=none
 leave one of them out. Spans are batched (a run pays no request per span) and flushed at each run's end.
+A collector that cannot be reached costs one export's timeout, not one per export: after the first
+failure the process sends nothing more (the SDK's own log lines say what failed).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExportResult
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+
+class SpanExporter(OTLPSpanExporter):
+    """OTLP/HTTP spans until the first export fails (`down`, shared with the metrics)."""
+
+    def __init__(self, down: threading.Event, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.down = down
+
+    def export(self, spans):
+        if self.down.is_set():
+            return SpanExportResult.FAILURE
+        result = super().export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self.down.set()
+        return result
+
+
+class MetricExporter(OTLPMetricExporter):
+    """OTLP/HTTP metrics until the first export fails (`down`, shared with the spans)."""
+
+    def __init__(self, down: threading.Event, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.down = down
+
+    def export(self, metrics_data, timeout_millis: float | None = 10000, **kwargs):
+        if self.down.is_set():
+            return MetricExportResult.FAILURE
+        result = super().export(metrics_data, timeout_millis, **kwargs)
+        if result is not MetricExportResult.SUCCESS:
+            self.down.set()
+        return result
 
 
 def resource(environ: Mapping[str, str]) -> Resource:
@@ -36,14 +75,11 @@ def otlp_providers(environ: Mapping[str, str]) -> tuple[TracerProvider, MeterPro
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    down = threading.Event()
     tracer_provider = TracerProvider(resource=resource(environ))
     if environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() != "none":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(**bounded(environ, "TRACES"))))
+        tracer_provider.add_span_processor(BatchSpanProcessor(SpanExporter(down, **bounded(environ, "TRACES"))))
     readers = []
     if environ.get("OTEL_METRICS_EXPORTER", "otlp").strip().lower() != "none":
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-
-        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(**bounded(environ, "METRICS"))))
+        readers.append(PeriodicExportingMetricReader(MetricExporter(down, **bounded(environ, "METRICS"))))
     return tracer_provider, MeterProvider(resource=resource(environ), metric_readers=readers)

@@ -118,3 +118,22 @@ def test_a_project_file_cannot_turn_telemetry_on(run_loop, workspace):
         assert proc.returncode == 0, proc.stderr
     assert receiver.posts == []
     assert 'ignored "telemetry"' in proc.stderr
+
+
+def test_after_one_failed_export_nothing_more_is_sent():
+    import threading as th
+
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from loopagent.telemetry.export import SpanExporter
+
+    with Receiver() as receiver:
+        down = th.Event()
+        exporter = SpanExporter(down, endpoint=f"{receiver.url}/v1/traces", timeout=2.0)
+        assert exporter.export([]) is SpanExportResult.SUCCESS and len(receiver.posts) == 1
+        down.set()  # as a failure sets it, for spans and metrics alike
+        assert exporter.export([]) is SpanExportResult.FAILURE and len(receiver.posts) == 1
+        port = receiver.httpd.server_address[1]
+    gone = th.Event()
+    dead = SpanExporter(gone, endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=0.5)
+    assert dead.export([]) is SpanExportResult.FAILURE and gone.is_set()  # nothing listens there any more
