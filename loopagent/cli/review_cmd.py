@@ -123,7 +123,8 @@ def run_review(root: Path, choice: tuple[str, str], fail_on: str, json_out: bool
                   file=host.out, flush=True)
         return code or 1
     verdict = Verdict(ends[-1].output.value["findings"], ends[-1].output.value["summary"], fail_on)
-    print(verdict.as_json() if json_out else "\n".join(verdict.lines()), file=host.out, flush=True)
+    if shown := verdict.as_json() if json_out else "\n".join(verdict.lines()):  # no findings: no lines
+        print(shown, file=host.out, flush=True)
     print(verdict.tally(), file=host.err)
     return verdict.exit_code
 

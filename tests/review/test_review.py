@@ -86,6 +86,11 @@ def review(repo: Path, tmp_path: Path, srv: FakeServer, fail_on: str = "P1", jso
     return run_review(repo, choice, fail_on, json_out, Flags(base_url=srv.url), host), out.getvalue()
 
 
+def test_no_findings_is_no_lines_and_exit_0(repo, tmp_path):
+    with FakeServer([text(answer())]) as srv:
+        assert review(repo, tmp_path, srv, "P3") == (0, "")
+
+
 @pytest.mark.parametrize(("fail_on", "code"), [("P1", 0), ("P3", 1)])
 def test_a_p3_finding_passes_the_default_gate_and_fails_at_fail_on_p3(repo, tmp_path, fail_on, code):
     with FakeServer([text(answer(P3))]) as srv:
