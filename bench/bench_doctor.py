@@ -3,7 +3,7 @@
     python bench/bench_doctor.py [--quick]
 
 The server (tests/fakeserver.py, real HTTP on 127.0.0.1) answers at once, so the numbers are loop's
-own cost: start-up, config, the model list, the context probe and three short chat requests.
+own cost: start-up, config, the model list, the context probe and four short chat requests.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SHAPED = '{"answer": "mauve-7"}'  # the reply to doctor's schema question (loopagent/output/probe.py)
 sys.path.insert(0, str(ROOT))
 
 from tests.fakeserver import FakeServer, completion, empty_stream, text, tools  # noqa: E402
@@ -47,9 +48,9 @@ def main() -> None:
         cases = [
             ("loop --help (baseline)", [py, "-m", "loopagent", "--help"], lambda: None),
             ("loop doctor, good server", [*doctor, good.url],
-             lambda: good.add(text("ok"), tools(READ), completion(calls=[READ]))),
+             lambda: good.add(text("ok"), tools(READ), completion(calls=[READ]), text(SHAPED))),
             ("loop doctor, empty tool stream", [*doctor, empty.url],
-             lambda: empty.add(text("ok"), empty_stream(), completion(calls=[READ]))),
+             lambda: empty.add(text("ok"), empty_stream(), completion(calls=[READ]), text(SHAPED))),
             ("loop doctor, nothing listening", [*doctor, "http://127.0.0.1:9/v1"], lambda: None),
         ]
         base = None

@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     check_retries: int = Field(2, ge=0)  # how often a failing check's output goes back to the model
     check_timeout: float = Field(600.0, gt=0)
     timeout: float | None = Field(None, gt=0)  # wall-clock seconds of a run (status time_limit)
+    # Output for programs (loopagent/output/, loopagent/telemetry/): not from a project file (project.py
+    # ignores keys it does not name), so a repository can neither change a script's exit code nor turn
+    # telemetry on or point it anywhere.
+    output_schema: str | None = None  # a JSON Schema file the final answer must be valid against (exit 6)
+    telemetry: bool = False  # OpenTelemetry spans and metrics (loopagent[otel]); also on with OTEL_EXPORTER_OTLP_ENDPOINT
+    telemetry_content: bool = False  # prompts, answers and tool text in span attributes
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

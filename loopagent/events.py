@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
 
 Status = Literal[
-    "completed", "check_failed", "step_limit", "token_limit", "time_limit", "loop_detected",
+    "completed", "check_failed", "output_invalid", "step_limit", "token_limit", "time_limit", "loop_detected",
     "approval_required", "incomplete_model_turn", "model_error", "aborted", "error",
 ]
 
 EXIT_CODES: dict[str, int] = {
     "completed": 0,
     "check_failed": 5,  # the model finished but the --check command still fails
+    "output_invalid": 6,  # the final answer is not valid against --output-schema, also when asked again
     "step_limit": 3,
     "token_limit": 3,
     "time_limit": 3,
@@ -199,6 +200,7 @@ class RunEnd:
     signal: int = 0  # the signal that stopped an aborted run (SIGTERM, SIGHUP); 0 for Ctrl+C or none
     cost: float | None = None  # USD for `usage` at the user's `prices` (loopagent/prices.py); None: no price
     check: CheckRan | None = None  # the run's last completion check, when one is configured
+    output: Any = None  # with --output-schema: the answer's JSON value, valid against it (loopagent.output.Shaped)
 
     @property
     def exit_code(self) -> int:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from loopagent.cancel import CANCELLED, Cancel, Deadline
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
 from loopagent.client.assemble import OutputCut
+from loopagent.client.shaped import shaped
 from loopagent.context import Compaction, CompactionCancelled, ContextWindow, Stop
 from loopagent.details import Details
 from loopagent.events import (
@@ -44,6 +45,9 @@ from loopagent.reply import stream_reply
 from loopagent.tools import Registry, ToolContext
 from loopagent.tools.registry import Prepared
 from loopagent.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from loopagent.output import OutputSchema, Shaped
 
 HEADLESS_DENIAL = "this call needs approval and no one can approve in headless mode"
 
@@ -100,6 +104,7 @@ class Agent:
     context: ContextWindow = field(default_factory=ContextWindow)  # what each request sends
     # The user's hooks (loopagent/hooks.py): around each call the policy let through, and at the end.
     hooks: Hooks = field(default_factory=Hooks)
+    output: OutputSchema | None = None  # --output-schema: what the final answer must be (loopagent/output/)
 
     def emit(self, event: Event) -> None:
         for listener in self.listeners:
@@ -145,7 +150,8 @@ class Agent:
                     and not self.checked(history, run, cancel):  # a failing check sends the model back
                 if (why := self.blocked(run, cancel, ended=True)) is not None:  # stopped during the check
                     return self.end(run, *why)
-                return self.end(run, "check_failed" if run.check and not run.check.passed else "completed")
+                failed = run.check and not run.check.passed
+                return self.end(run, "check_failed") if failed else self.shaped(history, reply, run, cancel)
 
     def opened(self, message: UserMessage, task: str, cancel: Cancel) -> UserMessage:
         """`message` after the session_start hooks ran (once per agent): their context first, then the
@@ -157,6 +163,30 @@ class Agent:
         if not contexts:
             return message
         return UserMessage("\n\n".join([*(f"{HOOK_HEAD}{c}{HOOK_END}" for c in contexts), message.content]))
+
+    def shaped(self, history: list[Message], reply: AssistantMessage, run: Tally, cancel: Cancel) -> RunEnd:
+        """The end after a final answer; with --output-schema, an invalid one gets one request more, shaped."""
+        if self.output is None:
+            return self.end(run, "completed")
+        if (verdict := self.output.judge(reply.text)).shaped is None:
+            self.emit(Notice("output", f"the answer is not valid against the output schema ({verdict.why}); asked again"))
+            self.add(history, UserMessage(self.output.request(verdict.why)))
+            run.tools, tools = (), run.tools
+            try:  # the same step as any: counted, planned to fit, shown, recorded
+                shaping = replace(self, model=shaped(self.model, self.output.response_format()))
+                reply = shaping.ask(history, run, cancel)
+            except (Stop, IncompleteTurn, ModelError) as exc:
+                return self.end(run, exc.status, str(exc))  # type: ignore[arg-type]
+            finally:
+                run.tools = tools
+            self.add(history, reply)
+            for event in (AssistantDone(reply), TurnEnd(run.steps, run.usage)):
+                self.emit(event)
+            if (why := self.blocked(run, cancel, ended=True)) is not None:  # cancelled while it streamed
+                return self.end(run, *why)
+            if (verdict := self.output.judge(reply.text)).shaped is None:
+                return self.end(run, "output_invalid", f"the final answer is not valid against the schema: {verdict.why}")
+        return self.end(run, "completed", output=verdict.shaped)
 
     def told_cut(self, history: list[Message], run: Tally, cut: OutputCut) -> bool:
         """Keep a reply cut at max_tokens (its calls dropped: nothing ran) and tell the model so, once;
@@ -271,14 +301,15 @@ class Agent:
             for text in self.steering.steer():
                 self.add(history, UserMessage(text))
 
-    def end(self, run: Tally, status: Status, why: str | Cancel = "") -> RunEnd:
+    def end(self, run: Tally, status: Status, why: str | Cancel = "", output: Shaped | None = None) -> RunEnd:
         """Emit and return the run's end; a cancel token says why and which signal stopped the run."""
         run.deadline.stop()
         if isinstance(why, Cancel):
             result = RunEnd(status, run.steps, run.usage, why.reason or CANCELLED, why.signal,
                             cost=self.steering.price(run.usage), check=run.check)
         else:
-            result = RunEnd(status, run.steps, run.usage, why, cost=self.steering.price(run.usage), check=run.check)
+            result = RunEnd(status, run.steps, run.usage, why, cost=self.steering.price(run.usage), check=run.check,
+                            output=output)
         self.emit(result)
         return result
 

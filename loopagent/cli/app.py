@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from loopagent.cli import config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, state_cmd
+from loopagent.cli import config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, review_cmd, state_cmd
 from loopagent.cli.shell_words import approval_modes, session_ids
 
 app = typer.Typer(
@@ -38,6 +38,7 @@ Exit codes:
   3    a limit stopped the run: steps, tokens, repeated identical calls
   4    a call needed approval in headless mode and was denied
   5    the model finished but the --check command still fails
+  6    the final answer is not valid against --output-schema
   130  interrupted by Ctrl+C (143 SIGTERM, 129 SIGHUP)
 """
 
@@ -113,6 +114,13 @@ CheckRetries = Annotated[int | None, typer.Option(
     "--check-retries", metavar="N", help="How often a failing check goes back to the model. [default: 2]")]
 Timeout = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS", help="Wall-clock limit of the run (status time_limit, exit 3). [default: none]")]
+# Output for programs (loopagent/output/)
+OutputSchema = Annotated[Path | None, typer.Option(
+    "--output-schema", metavar="FILE",
+    help="The final answer must be JSON valid against this JSON Schema (asked once more with the schema as "
+         "response_format when it is not; else exit 6). The value is the result line's \"output\".")]
+OutputFile = Annotated[Path | None, typer.Option(
+    "-o", "--output", metavar="FILE", help="Write the final answer (with --output-schema, its JSON) to FILE.")]
 Fork = Annotated[str | None, typer.Option(
     "--fork", metavar="SESSION[:N]",
     help="Start a new session from SESSION (up to its message N); the parent is kept.", autocompletion=session_ids)]
@@ -151,6 +159,7 @@ def agent(
     )] = None,
     max_tokens_total: TokensTotal = None, mcp_config: McpConfig = None,
     check: Check = None, check_retries: CheckRetries = None, timeout: Timeout = None, fork: Fork = None,
+    output_schema: OutputSchema = None, output_file: OutputFile = None,
     json_out: Annotated[bool, typer.Option("--json", help="Headless: JSON lines on stdout, never asks.")] = False,
     resume: Resume = None, checkpoints: Checkpoints = None, replay: Replay = None,
     show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
@@ -176,6 +185,7 @@ def agent(
         max_tokens_total=max_tokens_total, checkpoints=checkpoints, sandbox=sandbox.lower() if sandbox else None,
         sandbox_network=True if network else None, provider=provider.lower() if provider else None,
         mcp_servers=mcp_servers_of(mcp_config, json_out), check=check, check_retries=check_retries, timeout=timeout,
+        output_schema=str(output_schema.resolve()) if output_schema else None,
     )
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))
@@ -184,10 +194,19 @@ def agent(
     if why:
         typer.echo(f"loop: {why}", err=True)
     try:
-        code = run_agent(opts, interact=start_repl)
+        code = run_agent(opts, listeners=answer_file(output_file), interact=start_repl)
     except UsageError as exc:
         raise refuse(str(exc), json_out) from None
     raise typer.Exit(code)
+
+
+def answer_file(path: Path | None) -> list:
+    """`-o FILE`'s listener (none without it); FILE is named from the directory loop was started in."""
+    if path is None:
+        return []
+    from loopagent.output.answer import AnswerFile
+
+    return [AnswerFile(path.resolve())]
 
 
 def start_repl(agent, rec, settings, renderer, trap) -> int:
@@ -224,7 +243,8 @@ def doctor(
 ) -> None:
     """Probe a model server: can loop work with it, and with which settings.
 
-    At most three short chat requests (streamed text, a streamed and an unstreamed tool call) plus
+    At most four short chat requests (streamed text, a streamed and an unstreamed tool call, a reply
+    shaped by a JSON Schema) plus
     the model list and the context size; exit 0 when loop can work with the server, 1 when not.
     """
     from loopagent.cli.config_cmd import root_of
@@ -240,6 +260,7 @@ mcp_cmd.register(app)  # mcp list
 export_cmd.register(app)  # export
 replay_cmd.register(app)  # replay
 eval_cmd.register(app)  # eval
+review_cmd.register(app)  # review
 
 
 def explain(exc: typer.TyperException, argv: list[str]) -> int:

@@ -1,10 +1,10 @@
 """`loop doctor`: a few short requests that tell whether loop can work with a model server, and how.
 
 It asks, in order: GET /models (is anything there, does it want a key), the context size
-(client/probe.py: one short request per endpoint), one streamed text request, one streamed and
-one unstreamed request offering a tool: at most three chat requests, each with a tiny prompt, a
-small max_tokens and a short timeout, sent by the same client a run uses (no retries). What it
-learns (streamed tool calls, context size) goes to servers.json as a run would record it.
+(client/probe.py: one short request per endpoint), one streamed text request, one streamed and one
+unstreamed request offering a tool, and one for a reply shaped by a JSON Schema: at most four chat
+requests, each with a tiny prompt, a small max_tokens and a short timeout, sent by the same client a
+run uses (no retries). What it learns (streamed tool calls, context size) goes to servers.json.
 """
 
 from __future__ import annotations
@@ -110,6 +110,7 @@ def examine(config, host, provider: str) -> Report:
     """Run the probes against the configured server and judge what came back."""
     from loopagent.client.http import connect
     from loopagent.messages import UserMessage
+    from loopagent.output.probe import schema_row
     from loopagent.run.build import make_client
     from loopagent.secrets import Redactor, known_secrets, public_url
 
@@ -135,10 +136,12 @@ def examine(config, host, provider: str) -> Report:
         task, tools = first_request()
         streamed = ask(client, task, tools, True, host.clock)
         plain = ask(client, task, tools, False, host.clock)
+        shapes = schema_row(client, text.reply is not None)  # --output-schema: does the server enforce it
     finally:
         http.close()
         client.close()
     judge(report, config, text, streamed, plain, probed if probed[0] else recorded_window(host, provider, settings))
+    report.rows.append(shapes)
     record(report, host, provider, settings, streamed, plain, probed)
     return report
 

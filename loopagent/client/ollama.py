@@ -69,7 +69,8 @@ class OllamaEncoder(WireEncoder):
         self.num_ctx = num_ctx
 
     def encode(self, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-               max_tokens: int, stream: bool = True, sampling: dict[str, float] | None = None) -> str:
+               max_tokens: int, stream: bool = True, sampling: dict[str, float] | None = None,
+               schema: dict[str, Any] | None = None) -> str:
         # num_ctx: without it Ollama silently cuts the prompt to its default window.
         # num_predict: always bounded, as max_tokens is on the other wire form.
         options: dict[str, Any] = {"num_ctx": self.num_ctx} if self.num_ctx else {}
@@ -78,6 +79,8 @@ class OllamaEncoder(WireEncoder):
         body: dict[str, Any] = {"model": model, "stream": stream, "options": options}
         if tools:
             body["tools"] = wire_tools(tools)  # Ollama takes the chat-completions function form as is
+        if schema is not None:  # --output-schema: Ollama's own field takes the bare JSON Schema
+            body["format"] = schema["schema"]
         envelope = json.dumps(body, ensure_ascii=False)
         return envelope[:-1] + ', "messages": [' + self.joined(messages) + "]}"
 
@@ -166,10 +169,10 @@ class OllamaClient(OpenAIClient):
         return super()._connect()
 
     def send(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
-             cancel: Cancel, stream: bool = True) -> AssistantMessage:
+             cancel: Cancel, stream: bool = True, schema: dict[str, Any] | None = None) -> AssistantMessage:
         """One request and its reply; an error says what to do about it when Ollama's answer tells."""
         try:
-            return super().send(messages, tools, emit, cancel, stream)
+            return super().send(messages, tools, emit, cancel, stream, schema)
         except ModelError as exc:
             if type(exc) not in (ModelError, ServerUnavailable) or not (hint := self._hint(str(exc))):
                 raise  # StreamToolsRefused and the like: the fallback needs them as they are

@@ -71,6 +71,8 @@ class OpenAIClient:
     servers: ServerBook | None = field(default=None, repr=False)  # what was learned about servers
     provider: str = "openai"
     recover_text_calls: bool = True  # a call written into the text of a known tool becomes a call
+    # --output-schema's second request: {"name", "schema", "strict"}, sent as `response_format` (client/shaped.py)
+    schema: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.url = endpoint(self.base_url)
@@ -113,6 +115,10 @@ class OpenAIClient:
     ) -> AssistantMessage:
         """One turn, streamed unless the server cannot stream tool calls. Raises ModelError,
         IncompleteTurn, or Cancelled once `cancel` is set."""
+        if self.schema is not None:
+            from loopagent.client.shaped import complete_shaped
+
+            return complete_shaped(self, messages, emit, cancel)
         stream = not tools or self.streams_tools(emit)
         try:
             reply = self.send(messages, tools, emit, cancel, stream)
@@ -168,9 +174,9 @@ class OpenAIClient:
         return reply
 
     def send(self, messages: Sequence[Message], tools: Sequence[ToolSpec | dict], emit: Callable[[Event], None],
-             cancel: Cancel, stream: bool = True) -> AssistantMessage:
-        """One request (with its retries before the first byte) and its reply."""
-        body = self._encoder.encode(self.model, messages, tools, self.max_tokens, stream, self.sampling)
+             cancel: Cancel, stream: bool = True, schema: dict[str, Any] | None = None) -> AssistantMessage:
+        """One request (with its retries before the first byte) and its reply; `schema` goes as `response_format`."""
+        body = self._encoder.encode(self.model, messages, tools, self.max_tokens, stream, self.sampling, schema)
         line = Hangup(self._stream_seen, self._last_stream)
         remove = cancel.on_cancel(line.hang_up)
         try:

@@ -74,8 +74,12 @@ class WireEncoder:
         return hit[1]
 
     def encode(self, model: str, messages: Sequence[Message], tools: Sequence[ToolSpec | dict],
-               max_tokens: int, stream: bool = True, sampling: dict[str, float] | None = None) -> str:
+               max_tokens: int, stream: bool = True, sampling: dict[str, float] | None = None,
+               schema: dict[str, Any] | None = None) -> str:
         envelope = _envelope(model, tools, max_tokens, stream, sampling)
+        if schema is not None:  # --output-schema's second request: the server shapes the reply (a grammar)
+            envelope = envelope[:-1] + ', "response_format": ' + json.dumps(
+                {"type": "json_schema", "json_schema": schema}, ensure_ascii=False) + "}"
         return envelope[:-1] + ', "messages": [' + self.joined(messages) + "]}"
 
     def joined(self, messages: Sequence[Message]) -> str:

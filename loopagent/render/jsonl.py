@@ -93,6 +93,8 @@ class JsonPrinter:
                 line["message"] = event.message
             if event.cost is not None:
                 line["cost_usd"] = round(event.cost, 6)
+            if event.output is not None:  # --output-schema: the answer's JSON value, valid against it
+                line["output"] = event.output.value
             if event.check is not None:
                 line["check"] = {"command": event.check.command, "passed": event.check.passed,
                                  "attempts": event.check.attempt}

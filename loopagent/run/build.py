@@ -95,6 +95,7 @@ class Built:
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
     agent: Agent | None = None  # built by `assemble`
     children: Any = None  # the `task` tool's spawner (run/child.py), told the session by `assemble`
+    output: Any = None  # --output-schema: the OutputSchema the final answer must satisfy (loopagent/output/)
 
     def close(self) -> None:
         """End what the run started outside the loop: the MCP servers' processes."""
@@ -140,7 +141,7 @@ class Built:
             else rec.checkpoints.before_change)
         agent = Agent(model=self.model, registry=self.registry, tools=tools, policy=self.policy,
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
-                      context=self.context, hooks=self.hooks)
+                      context=self.context, hooks=self.hooks, output=self.output)
         self.agent = agent
         if self.children is not None:
             self.children.rec = rec
@@ -308,6 +309,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
 
     settings = config.settings
     environ = {**host.environ, **opts.extra_env}
+    shape = schema_for(config)  # a bad schema file: exit 2 before anything starts
     hub = launch_mcp(settings, host, opts.workspace)  # starting while the rest is built; awaited below
     # a rule shaped like no tool name is a load error, never a shell rule; one about a tool absent now is not
     check_rules(config.rules)
@@ -336,15 +338,38 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     children = children_for(host, opts.workspace)
     registry = Registry([*builtin, *mcp_tools_of(hub, host), Task(children)])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
+    listeners = [*(listeners or ()), *telemetry(settings, environ, sandbox, registry, redactor, host)]
     approver = None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                        executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"), may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
+                        executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"),
+                        may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size, mode=settings.approval)
     built = Built(config, fitted, interactive, model, registry, tools, policy, approver,
                   hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
                   pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system,
-                  mcp=hub, children=children)
+                  mcp=hub, children=children, output=shape)
     children.built = built  # a `task` call makes its child from the parent's parts
     return built
+
+
+def telemetry(settings: Settings, environ: Mapping[str, str], sandbox, registry, redactor: Redactor,
+              host: Host) -> list[Listener]:
+    """OpenTelemetry's listener when the user asked for it (loopagent/telemetry/), else none."""
+    from loopagent.telemetry import telemetry_for
+
+    walled = frozenset(s.name for s in registry.specs() if s.effect == "exec") if sandbox.state == "sandboxed" \
+        else frozenset()
+    return telemetry_for(settings, environ, walled, redactor.redact,
+                         lambda text: print(f"loop: warning: {printable(text)}", file=host.err))
+
+
+def schema_for(config: Config) -> Any:
+    """The --output-schema (or `output_schema` setting) the final answer must satisfy, checked; None without one."""
+    if not config.settings.output_schema:
+        return None
+    from loopagent.output import load_schema
+
+    source = config.sources.get("output_schema", "")
+    return load_schema(config.settings.output_schema, "--output-schema" if source == "command line" else source)

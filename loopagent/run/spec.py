@@ -31,6 +31,7 @@ class Flags:
     check: str | None = None
     check_retries: int | None = None
     timeout: float | None = None
+    output_schema: str | None = None  # --output-schema FILE
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by setting name: the command line's layer of the configuration."""

@@ -39,7 +39,7 @@ def servers_file(loop_home: Path) -> dict:
 
 
 def chat_requests_were_small(srv: FakeServer) -> None:
-    assert 1 <= len(srv.requests) <= 3
+    assert 1 <= len(srv.requests) <= 4  # the fourth: does the server enforce a schema (tests/output/)
     assert all(r["max_tokens"] <= 64 for r in srv.requests)
     # the tool probes are a run's first request (loop's system prompt and tools): no bigger than that
     assert all(len(json.dumps(r["messages"])) < 4000 for r in srv.requests)
@@ -48,7 +48,7 @@ def chat_requests_were_small(srv: FakeServer) -> None:
 
 
 def test_good_server_every_row_says_yes_exit_0_and_servers_json_learns(run_loop, tmp_path, loop_home):
-    script = [text("ok"), tools(READ), completion(calls=[READ])]
+    script = [text("ok"), tools(READ), completion(calls=[READ]), text('{"answer": "mauve-7"}')]
     with FakeServer(script, models=["qwen-small", "other"], props=PROPS) as srv:
         proc = doctor(run_loop, "--base-url", srv.url, tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -63,8 +63,11 @@ def test_good_server_every_row_says_yes_exit_0_and_servers_json_learns(run_loop,
     assert "verdict: loop can work with this server" in proc.stdout
     assert "stream_tools: true" in proc.stdout and "ctx_size: 8192 (from llama.cpp /props)" in proc.stdout
     chat_requests_were_small(srv)
-    assert [r["stream"] for r in srv.requests] == [True, True, False]
+    assert [r["stream"] for r in srv.requests] == [True, True, False, True]
     assert "tools" not in srv.requests[0] and srv.requests[1]["tool_choice"] == "auto"
+    # the fourth asks for a reply shaped by a schema the model would not meet by chance
+    assert srv.requests[3]["response_format"]["type"] == "json_schema" and "tools" not in srv.requests[3]
+    assert table["schema enforced"].startswith("yes")
     record = servers_file(loop_home)[f"openai {srv.url} default"]
     assert record["stream_tools"] is True and record["ctx_size"] == 8192
 

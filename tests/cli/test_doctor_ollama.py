@@ -25,8 +25,8 @@ def test_ollama_is_probed_natively(run_loop, tmp_path: Path, loop_home: Path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "GET /api/tags" in proc.stdout and "qwen3:0.6b" in proc.stdout
     assert "32768" in proc.stdout and "Ollama /api/show" in proc.stdout
-    assert srv.paths.count("POST /api/chat") == 3 and "GET /api/tags" in srv.paths
-    assert [r["stream"] for r in srv.requests] == [True, True, False]
+    assert srv.paths.count("POST /api/chat") == 4 and "GET /api/tags" in srv.paths  # 4th: a schema's `format`
+    assert [r["stream"] for r in srv.requests] == [True, True, False, True]
     assert all(r["options"]["num_predict"] <= 64 for r in srv.requests)
     saved = json.loads((loop_home / "servers.json").read_text())["servers"]
     assert saved[f"ollama {srv.url} qwen3:0.6b"]["ctx_size"] == 32768

@@ -148,6 +148,7 @@ def test_doctor_with_provider_ollama_speaks_api_chat(run_loop, ollama, ws):
     ollama.add(text("hello"), tools(("get_weather", {"city": "Paris"})), tools(("get_weather", {"city": "Paris"})))
     proc = run_loop("doctor", "--provider", "ollama", "--base-url", ollama.url, "-m", "fake", env=OLLAMA)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert [p for p in ollama.paths if p.endswith("/api/chat")] == ["POST /api/chat"] * 3
-    assert [r["stream"] for r in ollama.requests] == [True, True, False]
+    assert [p for p in ollama.paths if p.endswith("/api/chat")] == ["POST /api/chat"] * 4
+    assert [r["stream"] for r in ollama.requests] == [True, True, False, True]
+    assert "format" in ollama.requests[3]  # the fourth asks whether a JSON Schema shapes the reply
     assert "40960" in proc.stdout
