@@ -137,7 +137,7 @@ class Built:
             approver=self.approver, price=self.price, check=check_for(self.settings, tools, none.check),
             health=none.health if rec is None else rec.writer.health,
             before_change=none.before_change if rec is None or rec.checkpoints is None
-            else rec.checkpoints.before_change, skills=none.skills if self.skills is None else self.skills.expand)
+            else rec.checkpoints.before_change, skills=none.skills if self.skills is None else self.skills)
         agent = Agent(model=self.model, registry=self.registry, tools=tools, policy=self.policy,
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
                       context=self.context, hooks=self.hooks)

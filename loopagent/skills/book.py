@@ -96,6 +96,24 @@ def loaded_in(history: Sequence[Message]) -> set[str]:
     return out
 
 
+def loaded_in_session(data: bytes) -> set[str]:
+    """The skills a session file's conversation loaded (what `loop eval` reports for a task's `expect_skill`);
+    a line that is no message, or is torn, is passed over."""
+    import json
+
+    from loopagent.messages import from_record
+
+    history: list[Message] = []
+    for line in data.splitlines():
+        try:
+            record = json.loads(line)
+            if isinstance(record, dict) and record.get("type") == "message":
+                history.append(from_record(record))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return loaded_in(history)
+
+
 def mentioned(text: str, names: Sequence[str]) -> list[str]:
     """The skills `text` names as `$NAME`, in order, once each; a `$WORD` that names no skill is text."""
     known = set(names)
@@ -109,6 +127,10 @@ class SkillBook:
     found: Found
     workspace: Path
     loaded: set[str] = field(default_factory=set)
+
+    def __call__(self, text: str, history: Sequence[Message]) -> tuple[list[str], list[str]]:
+        """The book as the agent's `Steering.skills`: see `expand`."""
+        return self.expand(text, history)
 
     def expand(self, text: str, history: Sequence[Message]) -> tuple[list[str], list[str]]:
         """The block of each skill `text` names as `$NAME`, unless already loaded, and a line for the person
