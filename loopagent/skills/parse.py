@@ -171,10 +171,13 @@ def read_head(path: Path, size: int) -> bytes | str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen, which refuses a directory itself
             return "is not a regular file"
-        return f.read(size)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(size)
+    finally:
+        os.close(fd)
 
 
 def body_of(skill: Skill) -> str:
