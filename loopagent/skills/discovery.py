@@ -51,8 +51,10 @@ def discover(workspace: Path, home: Path, user_home: Path | None = None) -> Foun
     invalid: list[Invalid] = []
     hidden: list[tuple[Skill, Skill]] = []
     for root, origin in roots(workspace, home, user_home):
-        for folder in skill_folders(root):
-            found = read_skill(folder, origin, inside if origin == "project" else None)
+        real_root = Path(os.path.realpath(root)) if origin == "project" else None
+        for folder, file, direct in skill_folders(root):
+            real = real_root / folder.name / file.name if real_root is not None and direct else None
+            found = read_skill(folder, origin, inside if origin == "project" else None, file, real)
             if isinstance(found, Invalid):
                 invalid.append(found)
             elif found.name in valid:
@@ -63,18 +65,22 @@ def discover(workspace: Path, home: Path, user_home: Path | None = None) -> Foun
     return Found(tuple(ordered), tuple(invalid), tuple(hidden))
 
 
-def skill_folders(root: Path) -> list[Path]:
-    """The folders directly in `root` that hold a SKILL.md, by name; hidden folders are skipped."""
+def skill_folders(root: Path) -> list[tuple[Path, Path, bool]]:
+    """(folder, its SKILL.md, whether neither is a link) for the folders directly in `root` that hold one, by
+    name; hidden folders are skipped."""
     try:
         with os.scandir(root) as entries:
-            names = sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
+            found = sorted((e.name, e.is_symlink()) for e in entries if not e.name.startswith(".") and e.is_dir())
     except OSError:  # no such folder (the common case), or not readable
         return []
     out = []
-    for name in names[:MAX_FOLDERS]:
-        folder = root / name
-        if any(os.path.lexists(folder / n) for n in FILE_NAMES):
-            out.append(folder)
+    root_text = os.fspath(root)
+    for name, linked in found[:MAX_FOLDERS]:
+        for file_name in FILE_NAMES:
+            path = os.path.join(root_text, name, file_name)
+            if os.path.lexists(path):
+                out.append((root / name, Path(path), not linked and not os.path.islink(path)))
+                break
     return out
 
 

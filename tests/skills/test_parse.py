@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import skills_ref
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from loopagent.skills import Invalid, Skill, discover
-from loopagent.skills.parse import front_matter, read_skill
+from loopagent.skills.parse import front_matter, plain_mapping, read_skill
 
 LONG_DESCRIPTION = "x" * 1025
 # folder -> SKILL.md text; the folder's name is the skill's (the format requires them equal)
@@ -144,3 +146,25 @@ def test_a_fifo_or_a_folder_named_skill_md_does_not_block_or_crash(tmp_path):
     found = discover(tmp_path / "ws", tmp_path / "home", tmp_path / "user")
     assert {i.folder.name: i.reasons[0] for i in found.invalid} == {
         "dir": "SKILL.md is not a regular file", "fifo": "SKILL.md is not a regular file"}
+
+
+def test_the_readme_s_example_skill_is_valid_for_loop_and_skills_ref(tmp_path):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Skills"):]
+    example = section[section.index("```markdown\n") + 12: section.index("```", section.index("```markdown\n") + 12)]
+    folder, = make(tmp_path, {"release": example})
+    assert skills_ref.validate(folder) == []
+    skill = read_skill(folder, "project")
+    assert isinstance(skill, Skill) and skill.allowed_tools == "Bash(git:*)"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["", "  ", "\t"]), st.sampled_from(["name", "description", "metadata", "x-y"]),
+                          st.text(alphabet="ab :#-'\"[]{}|>&*!%@`?,\t.é\x85\u2028\x01\r\ufeff", max_size=12)), max_size=5))
+def test_the_fast_reading_of_plain_blocks_is_what_yaml_reads(lines):
+    import yaml
+
+    block = "".join(f"{lead}{key}:{' ' + value if value else ''}\n" for lead, key, value in lines)
+    fast = plain_mapping(block)
+    if fast is not None:
+        assert fast == yaml.load(block, Loader=yaml.CBaseLoader), block
