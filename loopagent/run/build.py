@@ -138,6 +138,8 @@ class Built:
             health=none.health if rec is None else rec.writer.health,
             before_change=none.before_change if rec is None or rec.checkpoints is None
             else rec.checkpoints.before_change, skills=none.skills if self.skills is None else self.skills)
+        if self.skills is not None and rec is not None:  # a resumed or forked conversation's loaded skills
+            self.skills.seen(rec.history)
         agent = Agent(model=self.model, registry=self.registry, tools=tools, policy=self.policy,
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
                       context=self.context, hooks=self.hooks)

@@ -128,6 +128,10 @@ class SkillBook:
     workspace: Path
     loaded: set[str] = field(default_factory=set)
 
+    def seen(self, history: Sequence[Message]) -> None:
+        """Take the skills `history` has loaded as loaded (a resumed or forked session's)."""
+        self.loaded = loaded_in(history)
+
     def __call__(self, text: str, history: Sequence[Message]) -> tuple[list[str], list[str]]:
         """The book as the agent's `Steering.skills`: see `expand`."""
         return self.expand(text, history)
@@ -135,7 +139,7 @@ class SkillBook:
     def expand(self, text: str, history: Sequence[Message]) -> tuple[list[str], list[str]]:
         """The block of each skill `text` names as `$NAME`, unless already loaded, and a line for the person
         about each. `history` (the conversation so far) says what is loaded."""
-        self.loaded = loaded_in(history)
+        self.seen(history)
         blocks, notes = [], []
         for name in mentioned(text, self.found.names):
             skill = self.found.get(name)

@@ -145,12 +145,16 @@ def test_resume_keeps_a_loaded_skill_and_does_not_load_it_twice(tmp_path):
     host = Host(env={"PATH": os.environ.get("PATH", ""), "HOME": str(user)}, home=tmp_path / "home", cwd=ws,
                 out=io.StringIO(), err=io.StringIO())
     with FakeServer([tools(("load_skill", {"name": "release"})), text("Tagged."),
-                     tools(("load_skill", {"name": "release"})), text("Published.")]) as srv:
+                     tools(("load_skill", {"name": "release"})), text("Published."),
+                     tools(("load_skill", {"name": "release"})), text("Forked.")]) as srv:
         flags = Flags(base_url=srv.url, ctx_size=16384, sandbox="off", checkpoints=False)
         assert run_agent(RunSpec(task="tag it", workspace=ws, json=True, flags=flags), host=host) == 0
         assert run_agent(RunSpec(task="now publish $release", workspace=ws, json=True, flags=flags,
                                  resume="last"), host=host) == 0
+        assert run_agent(RunSpec(task=None, workspace=ws, json=True, flags=flags, fork="last:4"), host=host) == 0
         resumed = srv.requests[2]["messages"]
+        forked = [m for m in srv.requests[5]["messages"] if m["role"] == "tool"][-1]["content"]
+    assert "already loaded" in forked and BODY in json.dumps(srv.requests[4]["messages"])  # the fork kept it
     assert sum(BODY in (m.get("content") or "") for m in resumed) == 1  # from the first run, not loaded again
     assert user_texts(srv.requests[2])[-1] == "now publish $release"  # `$release` is already loaded: no block
     again = [m for m in srv.requests[3]["messages"] if m["role"] == "tool"][-1]["content"]
