@@ -86,7 +86,9 @@ def read_skill(folder: Path, origin: str, inside: Path | None = None, file: Path
         return Invalid(folder, origin, tuple(reasons), shown)
     assert isinstance(description, str)
     tools = meta.get("allowed-tools", "")
-    tools = " ".join(map(str, tools)) if isinstance(tools, list) else str(tools) if tools else ""
+    # strings only: a list of aliases of lists (a "billion laughs") would be exponential to turn into text
+    tools = " ".join(t for t in tools if isinstance(t, str)) if isinstance(tools, list) else \
+        tools if isinstance(tools, str) else ""
     extra = tuple(sorted(k for k in meta if k not in KNOWN_FIELDS))
     return Skill(shown, " ".join(description.split()), folder, file, origin, tools, extra, inside)
 

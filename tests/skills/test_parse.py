@@ -168,3 +168,11 @@ def test_the_fast_reading_of_plain_blocks_is_what_yaml_reads(lines):
     fast = plain_mapping(block)
     if fast is not None:
         assert fast == yaml.load(block, Loader=yaml.CBaseLoader), block
+
+
+def test_a_billion_laughs_front_matter_is_read_in_linear_time(tmp_path):
+    levels = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 10))
+    text = f"---\nname: laughs\ndescription: Aliases.\nl0: &l0 [lol]\n{levels}allowed-tools: *l9\n---\n"
+    folder, = make(tmp_path, {"laughs": text})
+    skill = read_skill(folder, "project")  # 9^9 "lol"s if anything turned the aliases into text
+    assert isinstance(skill, Skill) and skill.allowed_tools == ""
