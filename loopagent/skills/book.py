@@ -37,9 +37,10 @@ def block(skill: Skill, workspace: Path) -> str:
     where = folder_label(skill, workspace)
     files = files_of(skill)
     if skill.origin == "project":
-        how = "Paths below are relative to the skill's folder; read them with read_file (prefix the folder)."
+        how = f"Read a file below with read_file at {where}/PATH when these instructions call for it."
     else:
-        how = f'The folder is outside the workspace: read a file with load_skill {{"name": "{skill.name}", "file": PATH}}.'
+        how = (f'The folder is outside the workspace: read a file below with load_skill {{"name": "{skill.name}", '
+               '"file": PATH} when these instructions call for it.')
     listing = "\n".join(f"- {f}" for f in files) if files else "(none besides SKILL.md)"
     return (f'<skill name="{skill.name}" folder="{where}">\n{how}\nFiles:\n{listing}\n\n{body}\n</skill>')
 
