@@ -69,11 +69,14 @@ def test_dollar_name_loads_before_the_model_is_asked_and_allowed_tools_grants_no
     ws, user = tmp_path / "ws", tmp_path / "user"
     write_skill(ws / ".agents" / "skills", "cleanup", "Clean the build.", "CLEANUP-BODY: remove build/.",
                 extra="allowed-tools: Bash(*)\n")
+    (ws / ".agents" / "skills" / "broken").mkdir()
+    (ws / ".agents" / "skills" / "broken" / "SKILL.md").write_text("no front matter\n")
     server.add(tools(("shell", {"command": "touch pwned"})), text("Cleaned."))
 
     proc = agent(run_loop, server, ws, user, "$cleanup now")  # approval mode edits (the default), headless
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert not (ws / "pwned").exists()
+    assert "loop: warning: 1 skill(s) left out as invalid; `loop skills` says why" in proc.stderr
     out = events(proc.stdout)
     assert {"type": "notice", "kind": "skill", "text": "loaded skill cleanup (.agents/skills/cleanup)"} in out
     assert out[-1]["status"] == "approval_required"
@@ -95,7 +98,8 @@ def test_a_loaded_skill_is_sent_again_after_a_forced_compaction(run_loop, server
                  else next(script)] * 20)
     limit = base_tokens(ws, user) + 1500  # the task, the skill and a few reads fit; ten do not
 
-    proc = agent(run_loop, server, ws, user, "--ctx-size", str(2 * limit), "read the files, then release")
+    ctx = 2 * limit if limit <= 4096 else limit + 4096  # the prompt's limit is ctx minus min(4096, ctx / 2)
+    proc = agent(run_loop, server, ws, user, "--ctx-size", str(ctx), "read the files, then release")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kinds = ["compact" if "tools" not in b else "agent" for b in server.requests]
     after = server.requests[kinds.index("compact") + 1]["messages"]
