@@ -9,7 +9,7 @@ for anything a model does; every call gets exactly one result before the next re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
@@ -88,6 +88,9 @@ class Steering:
     # The completion check (loopagent/check.py) after a final answer: (token, attempt) -> its outcome;
     # None: no check configured, the model's final answer ends the run.
     check: Callable[[Cancel, int], CheckRan | None] = lambda cancel, attempt: None
+    # The skills the person's `$NAME`s load before the model is asked (skills/book.py): (what they typed, the
+    # conversation so far) -> (the skills' blocks, which follow their message; a line for them about each).
+    skills: Callable[[str, Sequence[Message]], tuple[list[str], list[str]]] = lambda typed, history: ([], [])
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class Agent:
         tools = replace(self.tools, cancel=cancel)  # the token reaches every tool through its context
         run = Tally(Repeats(self.emit), self.registry.specs(), Deadline(self.limits.time_limit, cancel))
         if opening is not None:
-            self.add(history, self.opened(opening, task, cancel))
+            self.add(history, self.opened(self.with_skills(opening, task, history), task, cancel))
         while True:
             if (why := self.blocked(run, cancel)) is not None:
                 return self.end(run, *why)
@@ -187,6 +190,13 @@ class Agent:
             if (verdict := self.output.judge(reply.text)).shaped is None:
                 return self.end(run, "output_invalid", f"the final answer is not valid against the schema: {verdict.why}")
         return self.end(run, "completed", output=verdict.shaped)
+
+    def with_skills(self, message: UserMessage, typed: str, history: list[Message]) -> UserMessage:
+        """`message` followed by the skills the person named as `$NAME` in `typed` (each loaded once)."""
+        blocks, notes = self.steering.skills(typed, history)
+        for note in notes:
+            self.emit(Notice("skill", note))
+        return UserMessage("\n\n".join([message.content, *blocks])) if blocks else message
 
     def told_cut(self, history: list[Message], run: Tally, cut: OutputCut) -> bool:
         """Keep a reply cut at max_tokens (its calls dropped: nothing ran) and tell the model so, once;

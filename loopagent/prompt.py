@@ -64,6 +64,12 @@ def system_prompt(tool_names: list[str], today: datetime.date | None = None, *,
     return prompt
 
 
+def with_skills(prompt: str, catalog: str) -> str:
+    """`prompt` with the Agent Skills' catalog (skills/catalog.py, already within its budget) at its end,
+    after the rules and the project's instructions, which matter more."""
+    return f"{prompt}\n\n{catalog}" if catalog else prompt
+
+
 def compact_prompt(tool_names: list[str], *, workspace: Path | None = None, cwd: Path | None = None,
                    limit: int = COMPACT_LIMIT) -> str:
     """The system prompt for a small window: the few rules that matter, the tools, the project's notes."""

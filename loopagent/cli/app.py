@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from loopagent.cli import config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, review_cmd, state_cmd
+from loopagent.cli import (
+    config_cmd,
+    eval_cmd,
+    export_cmd,
+    mcp_cmd,
+    replay_cmd,
+    review_cmd,
+    skills_cmd,
+    state_cmd,
+)
 from loopagent.cli.shell_words import approval_modes, session_ids
 
 app = typer.Typer(
@@ -261,6 +270,7 @@ export_cmd.register(app)  # export
 replay_cmd.register(app)  # replay
 eval_cmd.register(app)  # eval
 review_cmd.register(app)  # review
+skills_cmd.register(app)  # skills
 
 
 def explain(exc: typer.TyperException, argv: list[str]) -> int:

@@ -25,6 +25,17 @@ MARKER_TOKENS = 30  # what the clip marker itself costs
 KEEP_AT_LEAST = 200  # characters a clipped newest result keeps however tight the window
 
 
+KEPT_TOOL = "load_skill"  # its results are a skill's instructions (loopagent/skills/)
+KEPT_HEAD = '<skill name="'
+
+
+def is_kept(msg: Message) -> bool:
+    """A result that guides the rest of the work (a loaded skill): never stubbed or clipped, and sent
+    again after a compaction summarised the turn it came in."""
+    return isinstance(msg, ToolResult) and msg.name == KEPT_TOOL and not msg.is_error \
+        and msg.content.startswith(KEPT_HEAD)
+
+
 def clip_text(text: str, keep: int) -> str:
     """Head and tail of `text` within about `keep` characters; the tail (errors, verdicts) gets more."""
     if len(text) <= keep:
@@ -128,7 +139,8 @@ def clip_older(view: View, history: Sequence[Message], span: range, total: int, 
         if total <= low:
             break
         msg = history[i]
-        if not isinstance(msg, ToolResult) or msg in view.stubs or estimate_tokens(msg.content) <= CLIP_MIN:
+        if not isinstance(msg, ToolResult) or msg in view.stubs or is_kept(msg) \
+                or estimate_tokens(msg.content) <= CLIP_MIN:
             continue
         keep = view.clips.get(msg)
         if keep is not None and keep <= CLIP_KEEP:
@@ -160,7 +172,8 @@ def clip_newest(view: View, history: Sequence[Message], total: int, limit: int, 
     than to the low-water mark. A few parallel reads can each fit the per-result cap and still,
     together, not fit the window; without this the run would stop although a clip would have fit.
     """
-    results = [m for m in history[last_turn(history) + 1:] if isinstance(m, ToolResult) and m not in view.stubs]
+    results = [m for m in history[last_turn(history) + 1:]
+               if isinstance(m, ToolResult) and m not in view.stubs and not is_kept(m)]
     for _ in range(4):  # a clip's size is estimated from the share of characters kept: close, not exact
         if total <= limit or not results:
             break

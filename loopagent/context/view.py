@@ -13,11 +13,12 @@ from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
 
 from loopagent.context.estimate import estimate_tokens
-from loopagent.context.prune import clip_text
+from loopagent.context.prune import clip_text, is_kept
 from loopagent.errors import BrokenHistory
 from loopagent.guards import is_nudge
 from loopagent.messages import AssistantMessage, Message, SystemMessage, ToolResult, UserMessage
 
+RESENT_HEADER = "[Skills you loaded earlier in this conversation, sent again after the context was compacted.]"
 SUMMARY_HEADER = "[Summary of the earlier conversation, written by you when the context was compacted. " \
                  "The full transcript is in the session file; the most recent turns follow verbatim.]"
 
@@ -118,6 +119,7 @@ class View:
     _shown: Edits[tuple[tuple, ToolResult]] = field(default_factory=Edits, repr=False)
     _fresh: list[ToolResult] = field(default_factory=list, repr=False)  # given a new shown copy, not yet taken
     _summary_message: UserMessage | None = field(default=None, repr=False)
+    _resent_message: UserMessage | None = field(default=None, repr=False)
 
     def tail_start(self, history: Sequence[Message]) -> int:
         """Where the verbatim turns start: 0, or just after what the summary covers."""
@@ -146,15 +148,28 @@ class View:
         out: list[Message] = [m for m in history[:task] if isinstance(m, SystemMessage)]
         out.append(history[task])
         out += [m for m in history[task + 1: start] if isinstance(m, UserMessage) and not is_nudge(m.content)]
+        out += self.resent(history[task + 1: start])
         text = f"{SUMMARY_HEADER}\n\n{self.summary.text}"
         if self._summary_message is None or self._summary_message.content != text:
             self._summary_message = UserMessage(text)  # one object per summary: see `shown`
         out.append(self._summary_message)
         return out
 
+    def resent(self, summarised: Sequence[Message]) -> list[Message]:
+        """The kept results (loaded skills) among the messages a summary replaces, as one user message."""
+        kept = [m.content for m in summarised if is_kept(m)]
+        if not kept:
+            return []
+        text = "\n\n".join([RESENT_HEADER, *kept])
+        if self._resent_message is None or self._resent_message.content != text:
+            self._resent_message = UserMessage(text)  # one object while it stays the same: see `shown`
+        return [self._resent_message]
+
     def shown(self, msg: ToolResult, cap_tokens: int) -> ToolResult:
-        """The result as sent: stubbed, clipped, or as it is. The same object from turn to turn,
-        so the client's per-message encoding cache keeps working."""
+        """The result as sent: stubbed, clipped, or as it is (a kept one always). The same object from turn
+        to turn, so the client's per-message encoding cache keeps working."""
+        if is_kept(msg):
+            return msg
         stub, keep = self.stubs.get(msg), self.clips.get(msg)
         if stub is not None:
             variant: tuple = ("stub", stub)

@@ -89,6 +89,7 @@ def run_eval(opts: EvalOptions, console) -> int:
     results = Results(opts.out)
     resumable(opts.suite, results.path, tasks, results.lines)
     digests = {task.id: digest(task) for task in tasks}
+    expected = {task.id: task.expect_skill for task in tasks if task.expect_skill}
     mark(opts.out, opts.suite, digests)
     if not opts.dask and (left := sweep_once()):
         console.print(f"loop eval: removed {len(left)} temporary {'copy' if len(left) == 1 else 'copies'} "
@@ -106,6 +107,10 @@ def run_eval(opts: EvalOptions, console) -> int:
         def done(outcome: dict) -> None:
             if not stop.is_set():  # after a stop nothing more is written: those runs are redone on resume
                 outcome["line"]["task_digest"] = digests[outcome["line"]["id"]]
+                if skill := expected.get(outcome["line"]["id"]):  # did the run load the skill it should have?
+                    from loopagent.skills.book import loaded_in_session
+
+                    outcome["line"]["skill_loaded"] = skill in loaded_in_session(outcome.get("session") or b"")
                 progress.ran(results.record(outcome))
 
         def failed(spec: TaskRun, error: BaseException) -> None:

@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-KEYS = {"id", "prompt", "repo", "check", "setup", "max_steps", "timeout", "check_timeout", "replay"}
+KEYS = {"id", "prompt", "repo", "check", "setup", "max_steps", "timeout", "check_timeout", "replay", "expect_skill"}
 REQUIRED = ("id", "prompt", "repo", "check")
 
 
@@ -27,6 +27,7 @@ class Task:
     timeout: float | None = None
     check_timeout: float = 600.0
     replay: Path | None = None  # recorded model turns for `--replay` (a recording or a session file)
+    expect_skill: str | None = None  # a skill the run should load: its result line says whether it did
 
 
 def load_suite(path: Path) -> list[Task]:
@@ -72,9 +73,12 @@ def _task(path: Path, n: int, table: dict) -> Task:
         if not isinstance(table["replay"], str) or not (base / table["replay"]).is_file():
             raise SuiteError(f"{where}: replay {table['replay']!r} is not a file")
         replay = base / table["replay"]
+    expect = table.get("expect_skill")
+    if expect is not None and (not isinstance(expect, str) or not expect.strip()):
+        raise SuiteError(f"{where}: 'expect_skill' must be a skill's name")
     return Task(id=table["id"], prompt=table["prompt"], repo=repo, check=table["check"], setup=table.get("setup"),
                 max_steps=limits["max_steps"], timeout=limits["timeout"],
-                check_timeout=limits["check_timeout"] or 600.0, replay=replay)
+                check_timeout=limits["check_timeout"] or 600.0, replay=replay, expect_skill=expect)
 
 
 def digest(task: Task) -> str:

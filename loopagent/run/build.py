@@ -93,6 +93,7 @@ class Built:
     renderer: Any = None  # the TerminalRenderer otherwise
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
+    skills: Any = None  # the run's SkillBook (loopagent/skills/): what `$NAME` and load_skill load
     agent: Agent | None = None  # built by `assemble`
     children: Any = None  # the `task` tool's spawner (run/child.py), told the session by `assemble`
     output: Any = None  # --output-schema: the OutputSchema the final answer must satisfy (loopagent/output/)
@@ -138,7 +139,9 @@ class Built:
             approver=self.approver, price=self.price, check=check_for(self.settings, tools, none.check),
             health=none.health if rec is None else rec.writer.health,
             before_change=none.before_change if rec is None or rec.checkpoints is None
-            else rec.checkpoints.before_change)
+            else rec.checkpoints.before_change, skills=none.skills if self.skills is None else self.skills)
+        if self.skills is not None and rec is not None:  # a resumed or forked conversation's loaded skills
+            self.skills.seen(rec.history)
         agent = Agent(model=self.model, registry=self.registry, tools=tools, policy=self.policy,
                       steering=steering, listeners=self.listeners_for(rec), limits=self.limits,
                       context=self.context, hooks=self.hooks, output=self.output)
@@ -251,6 +254,22 @@ def mcp_prefixes(settings: Settings) -> list[str]:
     return [f"mcp__{re.sub(r'[^A-Za-z0-9_-]', '_', name)}__" for name in settings.mcp_servers]
 
 
+def skills_for(workspace: Path, host: Host, ctx_size: int):
+    """The run's skills (a SkillBook), the load_skill tool when the catalog lists any, and the catalog's
+    text; a project skill hiding a user's, and invalid skills, are said on `host.err` once."""
+    from loopagent.skills import SkillBook, build_catalog, discover
+    from loopagent.tools.skill import skill_tool
+
+    found = discover(workspace, host.home, Path(host.env["HOME"]) if host.env.get("HOME") else None)
+    for warning in found.warnings:
+        print(f"loop: warning: {printable(warning)}", file=host.err)
+    if found.invalid:
+        print(f"loop: warning: {len(found.invalid)} skill(s) left out as invalid; `loop skills` says why",
+              file=host.err)
+    book, catalog = SkillBook(found, workspace), build_catalog(found.skills, ctx_size)
+    return book, [skill_tool(book, catalog.listed)] if catalog.listed else [], catalog.text
+
+
 def approver_for(renderer, sandbox, host: Host):
     """The terminal's approver. With stdout redirected the renderer writes to a file: the question and
     its context go to the terminal instead."""
@@ -300,7 +319,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     from loopagent.policy import policy_for
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
-    from loopagent.prompt import system_prompt
+    from loopagent.prompt import system_prompt, with_skills
     from loopagent.run import discovery
     from loopagent.sandbox import ReadOnlyWhen, open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
@@ -336,7 +355,8 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
     children = children_for(host, opts.workspace)
-    registry = Registry([*builtin, *mcp_tools_of(hub, host), Task(children)])
+    skills, skill_tools, catalog = skills_for(opts.workspace, host, settings.ctx_size)
+    registry = Registry([*builtin, *skill_tools, *mcp_tools_of(hub, host), Task(children)])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
     listeners = [*(listeners or ()), *telemetry(settings, environ, sandbox, registry, redactor, host)]
     approver = None if headless else approver_for(renderer, sandbox, host)
@@ -344,12 +364,13 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
                         executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"),
                         may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
-    system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
-                           limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size, mode=settings.approval)
+    system = with_skills(system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
+                                       limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size,
+                                       mode=settings.approval), catalog)
     built = Built(config, fitted, interactive, model, registry, tools, policy, approver,
                   hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
                   pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system,
-                  mcp=hub, children=children, output=shape)
+                  mcp=hub, skills=skills, children=children, output=shape)
     children.built = built  # a `task` call makes its child from the parent's parts
     return built
 

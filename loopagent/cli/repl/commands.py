@@ -31,6 +31,9 @@ def show_help(repl: ReplState, arg: str, prompt: Any) -> None:
         repl.renderer.say(f"  {name:<13} {cmd.help}")
     for name, found in templates_of(repl).items():  # the person's prompt templates
         repl.renderer.say(f"  {name:<13} {found.help}")
+    if skills := skills_of(repl):
+        repl.renderer.say(f"  {SKILL + 'NAME':<13} load a skill, then send the rest of the line (or $NAME in a "
+                          f"message): {', '.join(skills)}")
     repl.renderer.say("  Esc+Enter or a trailing \\ adds a line; Ctrl+C cancels a turn; Ctrl+D exits.", "dim")
 
 
@@ -81,11 +84,30 @@ def templates_of(repl: ReplState) -> dict[str, Template]:
     return templates(loop_home(), workspace, set(COMMANDS))
 
 
+SKILL = "/skill:"  # `/skill:NAME [text]` sends `$NAME [text]`: the skill is loaded before the model is asked
+
+
+def skills_of(repl: ReplState) -> dict[str, str]:
+    """The run's skills (the ones `$NAME` loads), name -> description; {} when it has none."""
+    from loopagent.skills import SkillBook
+
+    book = repl.agent.steering.skills
+    return {s.name: s.description for s in book.found.skills} if isinstance(book, SkillBook) else {}
+
+
 def template_text(repl: ReplState, line: str) -> str | None:
-    """The message a `/NAME args` line of a template stands for; None when NAME is no template."""
+    """The message a `/NAME args` line of a template (or `/skill:NAME args`) stands for; None when NAME is
+    neither."""
     from loopagent.cli.repl.templates import expand
 
     name, _, arguments = line.strip().partition(" ")
+    if name.startswith(SKILL):
+        skill = name[len(SKILL):]
+        if skill in skills_of(repl):
+            return f"${skill} {arguments.strip()}".strip()
+        repl.renderer.say(f"unknown skill {skill!r}; `loop skills` lists the skills and what is wrong with any "
+                          "left out", "red")
+        return ""
     found = templates_of(repl).get(name)
     if found is None:
         return None

@@ -24,13 +24,15 @@ MAX_PATHS = 200  # a huge directory must not stall the prompt
 
 
 class ReplCompleter(Completer):
-    """Commands after `/`, the values of `/approval` and `/model`, workspace paths after `@`."""
+    """Commands after `/` (`/skill:NAME` among them), the values of `/approval` and `/model`, workspace paths
+    after `@`, skill names after `$`."""
 
     def __init__(self, commands: dict[str, str], workspace: Path | None = None,
-                 arguments: dict[str, Callable[[], Iterable[str]]] | None = None):
+                 arguments: dict[str, Callable[[], Iterable[str]]] | None = None, skills: dict[str, str] | None = None):
         self.commands = commands  # name -> help
         self.workspace = workspace
         self.arguments = arguments or {}  # command -> its possible values, asked when completing
+        self.skills = skills or {}  # name -> description: `$NAME` loads it with the message
 
     def get_completions(self, document, complete_event) -> Iterator[Completion]:
         text = document.text_before_cursor
@@ -48,6 +50,10 @@ class ReplCompleter(Completer):
         word = text.rsplit(None, 1)[-1] if text.strip() and not text[-1].isspace() else ""
         if word.startswith("@") and self.workspace is not None:
             yield from self.paths(word[1:])
+        elif word.startswith("$"):
+            for name, description in self.skills.items():
+                if name.startswith(word[1:]) and name != word[1:]:
+                    yield Completion("$" + name, start_position=-len(word), display_meta=description[:60])
 
     def paths(self, partial: str) -> Iterator[Completion]:
         """Entries of the workspace directory `partial` names, directories ending in `/`."""

@@ -122,10 +122,12 @@ class Repl(ReplState):
         workspace = getattr(getattr(self.agent.tools, "workspace", None), "root", None)
         names = {name: cmd.help for name, cmd in commands.COMMANDS.items()}
         names.update({name: t.help for name, t in commands.templates_of(self).items()})
+        skills = commands.skills_of(self)
+        names.update({f"{commands.SKILL}{name}": f"skill: {text[:50]}" for name, text in skills.items()})
         return ReplCompleter(names, workspace, {
             "/approval": lambda: list(MODES),
             "/model": lambda: [self.settings.model, *server_models(self.settings.base_url, self.api_key())],
-        })
+        }, skills)
 
     def api_key(self) -> str:
         key = self.settings.api_key
