@@ -75,6 +75,18 @@ class Settings(BaseSettings):
     check_retries: int = Field(2, ge=0)  # how often a failing check's output goes back to the model
     check_timeout: float = Field(600.0, gt=0)
     timeout: float | None = Field(None, gt=0)  # wall-clock seconds of a run (status time_limit)
+    # Language-server diagnostics after edits (loopagent/lsp/): false, true (known servers on PATH), or
+    # {"python"|".py": {"command": [...]}|false}; a project file may only turn it off (project.py)
+    lsp: bool | dict[str, Any] = True
+    lsp_timeout: float = Field(5.0, gt=0)  # seconds an edit waits for the server's diagnostics
+    lsp_warnings: bool = False  # new warnings too, not only new errors
+
+    @field_validator("lsp", mode="before")
+    @classmethod
+    def _lsp(cls, value: Any) -> Any:
+        from loopagent.lsp.servers import check_lsp
+
+        return check_lsp(value)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

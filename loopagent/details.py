@@ -21,6 +21,7 @@ class Details:
     removed: int | None = None  # ... and removed
     diff: str = ""  # write_file / edit_file: the whole unified diff (the model's copy may be clipped)
     clipped: bool = False  # the content the model reads was shortened
+    diagnostics: str = ""  # write_file / edit_file: the language server's new errors (loopagent/lsp/)
 
 
 def details_record(details: Details) -> dict:
@@ -49,7 +50,7 @@ def details_from(rec: object) -> Details | None:
 def _fits(name: str, value: object) -> bool:
     if name == "outcome":
         return value in get_args(Outcome)
-    if name in ("diff",):
+    if name in ("diff", "diagnostics"):
         return isinstance(value, str)
     if name == "clipped":
         return isinstance(value, bool)

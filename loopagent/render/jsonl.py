@@ -68,8 +68,9 @@ class JsonPrinter:
             self.write({"type": "tool_call", "id": c.id, "name": c.name, "arguments": _arguments(c.arguments)})
         elif isinstance(event, ToolFinished):
             r = event.result
+            found = r.details.diagnostics if r.details else ""  # the language server's block (loopagent/lsp/)
             self.write({"type": "tool_result", "id": r.call_id, "name": r.name, "is_error": r.is_error,
-                        "content": r.content})
+                        "content": r.content, **({"diagnostics": found} if found else {})})
         elif isinstance(event, Notice):
             self.write({"type": "notice", "kind": event.kind, "text": event.text})
         elif isinstance(event, HookRan):

@@ -93,12 +93,15 @@ class Built:
     renderer: Any = None  # the TerminalRenderer otherwise
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
+    lsp: Any = None  # the language servers' Diagnoser (loopagent/lsp/), closed with `close()`
     agent: Agent | None = None  # built by `assemble`
 
     def close(self) -> None:
-        """End what the run started outside the loop: the MCP servers' processes."""
+        """End what the run started outside the loop: the MCP servers' and language servers' processes."""
         if self.mcp is not None:
             self.mcp.close()
+        if self.lsp is not None:
+            self.lsp.close()
 
     @property
     def settings(self) -> Settings:
@@ -247,6 +250,15 @@ def mcp_prefixes(settings: Settings) -> list[str]:
     return [f"mcp__{re.sub(r'[^A-Za-z0-9_-]', '_', name)}__" for name in settings.mcp_servers]
 
 
+def diagnoser_for(settings: Settings, root: Path, env: Mapping[str, str], environ: Mapping[str, str]):
+    """Language-server diagnostics after edits (loopagent/lsp/), or None when `lsp` is off."""
+    if settings.lsp is False:
+        return None
+    from loopagent.lsp import Diagnoser
+
+    return Diagnoser(root, settings.lsp, env, environ, settings.lsp_timeout, settings.lsp_warnings)
+
+
 def approver_for(renderer, sandbox, host: Host):
     """The terminal's approver. With stdout redirected the renderer writes to a file: the question and
     its context go to the terminal instead."""
@@ -321,9 +333,11 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     approver = None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
-                        executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
+                        executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows,
+                        diagnose=diagnoser_for(settings, workspace.root, env, environ))
     system = system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                            limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size)
     return Built(config, fitted, interactive, model, registry, tools, policy, approver,
                  hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
-                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub)
+                 pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system, mcp=hub,
+                 lsp=tools.diagnose)

@@ -31,6 +31,7 @@ class Flags:
     check: str | None = None
     check_retries: int | None = None
     timeout: float | None = None
+    lsp: bool | None = None  # --no-lsp: False
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by setting name: the command line's layer of the configuration."""

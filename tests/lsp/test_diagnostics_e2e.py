@@ -1,0 +1,104 @@
+"""Language-server diagnostics through the real `loop` entry point, with the real pylsp (python-lsp-server
+with pyflakes, from the dev extra) found on PATH or named in the user file, sandboxed as a run starts it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from tests.fakeserver import text, tools
+
+VENV_BIN = str(Path(sys.executable).parent)  # where the dev extra put pylsp
+BROKEN = "def area(r):\n    return pi * r * r\n"
+
+
+def tool_texts(request: dict) -> list[str]:
+    """The tool results a request sends the model."""
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def events(stdout: str, kind: str) -> list[dict]:
+    return [e for e in map(json.loads, stdout.splitlines()) if e["type"] == kind]
+
+
+def with_pylsp_on_path(env_path: str) -> dict[str, str]:
+    return {"PATH": f"{VENV_BIN}:{env_path}"}
+
+
+def test_new_errors_reach_the_model_and_old_ones_do_not_come_back(run_loop, server, workspace, monkeypatch):
+    """pylsp found on PATH: a write that breaks a name gets the error at its line and column; an edit that
+    moves the broken line (adding an unused import, a warning) adds nothing; a clean new file adds nothing."""
+    import os
+
+    server.add(
+        tools(("write_file", {"path": "calc.py", "content": BROKEN})),
+        tools(("edit_file", {"path": "calc.py", "old_string": "def area(r):\n",
+                             "new_string": "import math\n\n\ndef area(r):\n"})),
+        tools(("write_file", {"path": "ok.py", "content": "def one():\n    return 1\n"})),
+        text("done"),
+    )
+    proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "write calc",
+                    env=with_pylsp_on_path(os.environ["PATH"]), timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    first, second, third = (tool_texts(r)[-1] for r in server.requests[1:4])
+    assert first.startswith("created calc.py")
+    assert first.endswith("\n\n1 new error:\ncalc.py:2:12 undefined name 'pi'")
+    assert second.startswith("edited calc.py") and "new error" not in second and "warning" not in second
+    assert third.startswith("created ok.py") and "new error" not in third
+    assert (workspace / "calc.py").read_text().startswith("import math\n")
+    results = events(proc.stdout, "tool_result")
+    assert results[0]["diagnostics"] == "1 new error:\ncalc.py:2:12 undefined name 'pi'"
+    assert "diagnostics" not in results[1] and "diagnostics" not in results[2]
+    assert not [n for n in events(proc.stdout, "notice") if "lsp" in n["text"]]
+
+
+def test_no_lsp_flag_turns_it_off(run_loop, server, workspace):
+    import os
+
+    server.add(tools(("write_file", {"path": "calc.py", "content": BROKEN})), text("done"))
+    proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "--no-lsp", "write calc",
+                    env=with_pylsp_on_path(os.environ["PATH"]), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert tool_texts(server.requests[1]) == ["created calc.py: new file, 2 lines"]
+
+
+def test_a_project_file_naming_a_server_starts_nothing(run_loop, server, workspace, loop_home):
+    """The repository's .loop/config.json names pylsp (which would report the error): ignored with a warning."""
+    (workspace / ".loop").mkdir()
+    (workspace / ".loop" / "config.json").write_text(json.dumps({"lsp": {"python": {"command": [f"{VENV_BIN}/pylsp"]}}}))
+    server.add(tools(("write_file", {"path": "calc.py", "content": BROKEN})), text("done"))
+    proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "write calc",
+                    env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert 'ignored "lsp"' in proc.stderr
+    assert tool_texts(server.requests[1]) == ["created calc.py: new file, 2 lines"]
+
+
+def test_missing_hanging_and_garbage_servers_leave_edits_working(run_loop, server, workspace, loop_home):
+    """Three languages, three broken servers, two edits each: every edit succeeds, each server gets one
+    notice, and the run's added time stays within one lsp_timeout per server (plus start-up)."""
+    hang = "import time; time.sleep(120)"
+    garbage = "import sys, time; sys.stdout.write('Content-Length: x\\r\\n\\r\\nhi'); sys.stdout.flush(); time.sleep(120)"
+    loop_home.mkdir(parents=True, exist_ok=True)
+    (loop_home / "config.json").write_text(json.dumps({"lsp_timeout": 1, "lsp": {
+        "python": {"command": ["no-such-language-server"]},
+        "go": {"command": [sys.executable, "-c", hang]},
+        "rust": {"command": [sys.executable, "-c", garbage]},
+    }}))
+    names = ["a.py", "a.go", "a.rs", "b.py", "b.go", "b.rs"]
+    server.add(*[tools(("write_file", {"path": n, "content": "x = 1\n"})) for n in names], text("done"))
+    started = time.monotonic()
+    proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "write them", timeout=90)
+    took = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    results = events(proc.stdout, "tool_result")
+    assert [r["is_error"] for r in results] == [False] * 6
+    assert all((workspace / n).read_text() == "x = 1\n" for n in names)
+    notices = [n["text"] for n in events(proc.stdout, "notice") if n["text"].startswith("lsp: ")]
+    assert len(notices) == 3, notices
+    assert "no-such-language-server not found" in notices[0]
+    assert "no answer to initialize within 1 s" in notices[1]
+    assert "does not speak LSP" in notices[2]
+    assert took < 30, took  # the hanging server cost one second, once; the rest failed fast
