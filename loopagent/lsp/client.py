@@ -48,6 +48,7 @@ class Server:
         self.published: dict[str, Published] = {}
         self.texts: dict[str, tuple[int, str]] = {}  # uri -> (version, text) the server has
         self.problem = ""  # why it is gone ("" while it speaks)
+        self.ready = False  # it answered initialize: it may be asked to shut down
         self.next_id = 0
         self.reader = threading.Thread(target=self.read, name="loop-lsp-reader", daemon=True)
         self.reader.start()
@@ -140,6 +141,7 @@ class Server:
                              "workspace": {"configuration": True, "workspaceFolders": True}},
             "clientInfo": {"name": "loop"},
         }, deadline, stop)
+        self.ready = True
         self.notify("initialized", {})
 
     def show(self, uri: str, language_id: str, text: str) -> int:
@@ -185,7 +187,7 @@ class Server:
     def close(self) -> None:
         """shutdown, exit, and the process's end (killed when it will not go)."""
         try:
-            if self.alive:
+            if self.alive and self.ready:
                 deadline = time.monotonic() + CLOSE_WAIT
                 try:
                     self.request("shutdown", None, deadline)

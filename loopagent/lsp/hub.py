@@ -74,12 +74,12 @@ class Hub:
                 uri = path.as_uri()
                 before = self.current(server, uri, doc.language_id, before_text, deadline, stop)
                 after = self.shown(server, uri, doc.language_id, after_text, deadline, stop)
-            except (ServerGone, OSError) as exc:
-                self.notice(slot, warn, str(exc) or "it exited")
-                return ""
-            except TimeoutError:
+            except TimeoutError:  # before OSError, its base class
                 if not stop():
                     self.notice(slot, warn, f"no diagnostics within {self.timeout:g} s (lsp_timeout)", fatal=False)
+                return ""
+            except (ServerGone, OSError) as exc:
+                self.notice(slot, warn, str(exc) or "it exited")
                 return ""
         return block(rel, new_since(before, after, before_text or "", after_text, self.warnings))
 

@@ -89,18 +89,22 @@ def choose(doc: Document, ext: str, setting: Mapping[str, Any], path_env: str) -
     return None
 
 
-def would_use(setting: Any, path_env: str) -> list[tuple[str, str]]:
-    """(language, what serves it) for `loop doctor`: each known language and each configured one."""
+def lsp_rows(setting: Any, path_env: str) -> list[tuple[str, str, str]]:
+    """`loop doctor`'s rows: ("lsp LANGUAGE", the command or "-", where it comes from or why none),
+    for each known language and each extension only the setting names."""
+    if setting is False:
+        return [("lsp", "off", "the lsp setting is false")]
     entries = setting if isinstance(setting, dict) else {}
-    keys = list(dict.fromkeys([*KNOWN, *(k for k in entries if k.startswith("."))]))
     rows = []
-    for key in keys:
-        doc = Document(key, key) if key in KNOWN else document_of(key, entries)
-        found = choose(doc, key if key.startswith(".") else "", entries, path_env) if doc else None
+    for key in dict.fromkeys([*KNOWN, *(k for k in entries if k.startswith("."))]):
+        entry = entries.get(key)
+        doc = Document(key, (entry.get("language_id") if isinstance(entry, dict) else None) or key.lstrip("."))
+        found = choose(doc, "" if key in KNOWN else key, entries, path_env)
         if found is None:
-            rows.append((key, "off (lsp setting)" if entries.get(key) is False else "no server found"))
-            continue
-        program = shutil.which(found.command[0], path=path_env)
-        shown = " ".join(found.command)
-        rows.append((key, f"{shown} ({found.origin})" if program else f"{shown} (not found: {found.command[0]})"))
+            off = entries.get(key) is False
+            rows.append((f"lsp {key}", "-", "off in the lsp setting" if off else "no known server on PATH"))
+        elif shutil.which(found.command[0], path=path_env) is None:
+            rows.append((f"lsp {key}", "-", f"{found.command[0]} not found ({found.origin})"))
+        else:
+            rows.append((f"lsp {key}", " ".join(found.command), found.origin))
     return rows
