@@ -158,9 +158,13 @@ class Server:
                                                    "contentChanges": [{"text": text}]})
         return version
 
-    def held(self, uri: str) -> str | None:
+    def known(self, uri: str, text: str) -> list[Diagnostic] | None:
+        """The diagnostics last published for `text`, when the server holds it and said so; else None."""
         with self.cond:
-            return self.texts.get(uri, (0, None))[1]
+            held, seen = self.texts.get(uri), self.published.get(uri)
+            if held is None or held[1] != text or seen is None or seen.version not in (None, held[0]):
+                return None
+            return list(seen.items)
 
     def diagnostics(self, uri: str, version: int, since: int, deadline: float,
                     stop: Callable[[], bool] = lambda: False) -> list[Diagnostic]:

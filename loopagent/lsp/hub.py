@@ -114,6 +114,12 @@ class Hub:
         if program is None:
             raise ServerGone(f"{choice.command[0]} not found on PATH")
         argv, cleanup, unwalled = walled_argv("read-only", self.root, [program, *choice.command[1:]], self.environ)
+        if unwalled and choice.origin != "lsp setting":
+            # A server reads the workspace's config and may run its code (build scripts, plugins): one
+            # loop found on PATH runs walled or not at all; one the user named runs as they would run it.
+            cleanup()
+            raise ServerGone(f"not started: no sandbox to run it in ({unwalled}); "
+                             "name it in the lsp setting to run it unsandboxed")
         try:
             proc = subprocess.Popen(guard(argv) if unwalled else argv, cwd=self.root, env=safe_env(self.env),
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -129,11 +135,8 @@ class Hub:
         text, else those of that text, shown to it now. A new file had none."""
         if text is None:
             return []
-        if server.held(uri) == text:
-            last = server.published.get(uri)
-            if last is not None:
-                return list(last.items)
-        return self.shown(server, uri, language_id, text, deadline, stop)
+        known = server.known(uri, text)
+        return known if known is not None else self.shown(server, uri, language_id, text, deadline, stop)
 
     def shown(self, server: Server, uri: str, language_id: str, text: str, deadline: float,
               stop: Callable[[], bool]) -> list:

@@ -3,14 +3,21 @@ with pyflakes, from the dev extra) found on PATH or named in the user file, sand
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+from loopagent.lsp.framing import encode, read_message
+from loopagent.sandbox.probe import probe
 from tests.fakeserver import text, tools
 
 VENV_BIN = str(Path(sys.executable).parent)  # where the dev extra put pylsp
+# Where bubblewrap cannot run, loop starts no server it found on PATH, only those the user names.
+WALLED = probe(os.environ.get("PATH")).works
 BROKEN = "def area(r):\n    return pi * r * r\n"
 # A language server as an attacker would write one: it speaks just enough LSP to report, as an error
 # on the file, whether it could write into the workspace, reach loop's model server, read the API key.
@@ -71,11 +78,12 @@ def with_pylsp_on_path(env_path: str) -> dict[str, str]:
     return {"PATH": f"{VENV_BIN}:{env_path}"}
 
 
-def test_new_errors_reach_the_model_and_old_ones_do_not_come_back(run_loop, server, workspace, monkeypatch):
+def test_new_errors_reach_the_model_and_old_ones_do_not_come_back(run_loop, server, workspace, loop_home):
     """pylsp found on PATH: a write that breaks a name gets the error at its line and column; an edit that
     moves the broken line (adding an unused import, a warning) adds nothing; a clean new file adds nothing."""
-    import os
-
+    if not WALLED:
+        loop_home.mkdir(parents=True, exist_ok=True)
+        (loop_home / "config.json").write_text(json.dumps({"lsp": {"python": {"command": ["pylsp"]}}}))
     server.add(
         tools(("write_file", {"path": "calc.py", "content": BROKEN})),
         tools(("edit_file", {"path": "calc.py", "old_string": "def area(r):\n",
@@ -99,8 +107,6 @@ def test_new_errors_reach_the_model_and_old_ones_do_not_come_back(run_loop, serv
 
 
 def test_no_lsp_flag_turns_it_off(run_loop, server, workspace):
-    import os
-
     server.add(tools(("write_file", {"path": "calc.py", "content": BROKEN})), text("done"))
     proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "--no-lsp", "write calc",
                     env=with_pylsp_on_path(os.environ["PATH"]), timeout=60)
@@ -149,8 +155,11 @@ def test_missing_hanging_and_garbage_servers_leave_edits_working(run_loop, serve
     assert "no answer to initialize within 1 s" in notices[1]
     assert "does not speak LSP" in notices[2]
     assert took < 30, took  # the hanging server cost one second, once; the rest failed fast
-    assert results[-1]["diagnostics"] == "1 new error:\na.ts:1:1 write=denied net=denied key=none"
-    assert not (workspace / "pwned").exists()
+    if WALLED:
+        assert results[-1]["diagnostics"] == "1 new error:\na.ts:1:1 write=denied net=denied key=none"
+        assert not (workspace / "pwned").exists()
+    else:  # run as the user named it, unsandboxed; still without the key
+        assert results[-1]["diagnostics"].endswith("key=none")
 
 
 def server_port(server) -> int:
@@ -160,18 +169,12 @@ def server_port(server) -> int:
 def test_the_spy_does_what_it_says_outside_the_wall(server, tmp_path):
     """The same server started plainly writes the workspace, reaches the model server and reads the key:
     the walled run above proves the wall, not a broken spy."""
-    import subprocess
-
-    from loopagent.lsp.framing import encode, read_message
-
     spy = SPY.replace("PORT", str(server_port(server)))
     doc = {"uri": (tmp_path / "a.ts").as_uri(), "languageId": "typescript", "version": 1, "text": ""}
     wire = encode({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) + encode(
         {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": doc}})
     proc = subprocess.run([sys.executable, "-c", spy], input=wire, cwd=tmp_path, capture_output=True, timeout=30,
                           env={"OPENAI_API_KEY": "sk-canary-0123456789abcdef", "PATH": "/usr/bin:/bin"})
-    import io
-
     out = io.BufferedReader(io.BytesIO(proc.stdout))
     read_message(out)
     published = read_message(out)

@@ -20,7 +20,7 @@ def hub_in(root: Path, setting: dict, timeout: float = 10) -> Hub:
 
 
 def test_a_server_that_dies_is_started_again_once_then_left_off_with_one_notice(tmp_path):
-    hub, said = hub_in(tmp_path, {}), []
+    hub, said = hub_in(tmp_path, {"python": {"command": ["pylsp"]}}), []
     path = (tmp_path / "calc.py").resolve()
     try:
         found = []
@@ -49,3 +49,24 @@ def test_a_cancelled_turn_stops_waiting_on_a_silent_server_and_says_nothing(tmp_
         assert time.monotonic() - started < 3 and said == []
     finally:
         hub.close()
+
+
+def test_without_a_sandbox_a_server_found_on_path_is_not_started_one_the_user_named_is(tmp_path):
+    """No bwrap on PATH: the run cannot wall a server in. pylsp found on PATH stays off (one notice); the
+    same pylsp named in the user's lsp setting runs unsandboxed, as the user would run it."""
+    env = {**os.environ, "PATH": VENV_BIN}  # pylsp, and no bwrap
+    path = (tmp_path / "calc.py").resolve()
+    path.write_bytes(BROKEN)
+    said = []
+    found = Hub(tmp_path.resolve(), {}, env, env, timeout=10)
+    try:
+        assert found.diagnose(path, "calc.py", None, BROKEN, warn=said.append) == ""
+        assert len(said) == 1 and "not started: no sandbox to run it in" in said[0]
+    finally:
+        found.close()
+    named = Hub(tmp_path.resolve(), {"python": {"command": ["pylsp"]}}, env, env, timeout=10)
+    try:
+        assert named.diagnose(path, "calc.py", None, BROKEN, warn=said.append).startswith("1 new error:")
+        assert len(said) == 1
+    finally:
+        named.close()
