@@ -18,6 +18,7 @@ from tests.fakeserver import text, tools
 VENV_BIN = str(Path(sys.executable).parent)  # where the dev extra put pylsp
 # Where bubblewrap cannot run, loop starts no server it found on PATH, only those the user names.
 WALLED = probe(os.environ.get("PATH")).works
+LSP_ON = {"LOOP_LSP": ""}  # conftest's clean_env turns diagnostics off for every other test
 BROKEN = "def area(r):\n    return pi * r * r\n"
 # A language server as an attacker would write one: it speaks just enough LSP to report, as an error
 # on the file, whether it could write into the workspace, reach loop's model server, read the API key.
@@ -75,7 +76,7 @@ def events(stdout: str, kind: str) -> list[dict]:
 
 
 def with_pylsp_on_path(env_path: str) -> dict[str, str]:
-    return {"PATH": f"{VENV_BIN}:{env_path}"}
+    return {"PATH": f"{VENV_BIN}:{env_path}", **LSP_ON}
 
 
 def test_new_errors_reach_the_model_and_old_ones_do_not_come_back(run_loop, server, workspace, loop_home):
@@ -120,7 +121,7 @@ def test_a_project_file_naming_a_server_starts_nothing(run_loop, server, workspa
     (workspace / ".loop" / "config.json").write_text(json.dumps({"lsp": {"python": {"command": [f"{VENV_BIN}/pylsp"]}}}))
     server.add(tools(("write_file", {"path": "calc.py", "content": BROKEN})), text("done"))
     proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "write calc",
-                    env={"PATH": "/usr/bin:/bin"}, timeout=60)
+                    env={"PATH": "/usr/bin:/bin", **LSP_ON}, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert 'ignored "lsp"' in proc.stderr
     assert tool_texts(server.requests[1]) == ["created calc.py: new file, 2 lines"]
@@ -143,7 +144,7 @@ def test_missing_hanging_and_garbage_servers_leave_edits_working(run_loop, serve
     server.add(*[tools(("write_file", {"path": n, "content": "x = 1\n"})) for n in names], text("done"))
     started = time.monotonic()
     proc = run_loop("agent", "-C", str(workspace), "--base-url", server.url, "--json", "write them", timeout=90,
-                    env={"OPENAI_API_KEY": "sk-canary-0123456789abcdef"})
+                    env={"OPENAI_API_KEY": "sk-canary-0123456789abcdef", **LSP_ON})
     took = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     results = events(proc.stdout, "tool_result")

@@ -17,7 +17,8 @@ def test_doctor_lists_the_server_each_language_would_use(run_loop, tmp_path, loo
     (loop_home / "config.json").write_text(json.dumps({"lsp": {"go": False, ".lua": {"command": ["no-lua-ls"]}}}))
     path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
     with FakeServer([text("ok"), tools(READ), completion(calls=[READ])], models=["m"]) as srv:
-        proc = run_loop("doctor", "-C", str(tmp_path), "--base-url", srv.url, env={"PATH": path}, timeout=60)
+        proc = run_loop("doctor", "-C", str(tmp_path), "--base-url", srv.url, env={"PATH": path, "LOOP_LSP": ""},
+                       timeout=60)
     lines = [line.split() for line in proc.stdout.splitlines() if line.startswith("  lsp ")]
     assert ["lsp", "python", "pylsp", "found", "on", "PATH"] in lines, proc.stdout
     assert ["lsp", "go", "-", "off", "in", "the", "lsp", "setting"] in lines
