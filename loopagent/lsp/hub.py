@@ -9,6 +9,7 @@ edit's result is as it would be without it.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -110,7 +111,7 @@ class Hub:
         from loopagent.sandbox.executor import walled_argv
         from loopagent.spawn import guard, safe_env
 
-        program = shutil_which(choice.command[0], self.env.get("PATH", ""))
+        program = shutil.which(choice.command[0], path=self.env.get("PATH", ""))
         if program is None:
             raise ServerGone(f"{choice.command[0]} not found on PATH")
         argv, cleanup, unwalled = walled_argv("read-only", self.root, [program, *choice.command[1:]], self.environ)
@@ -161,9 +162,3 @@ class Hub:
         for server in servers:
             server.close()
         self.spawner.shutdown(wait=False)
-
-
-def shutil_which(program: str, path: str) -> str | None:
-    import shutil
-
-    return shutil.which(program, path=path)
