@@ -58,6 +58,8 @@ def check_lsp(value: Any) -> Any:
         command = entry.get("command") if isinstance(entry, dict) else None
         if (not isinstance(command, list) or not command or not all(isinstance(w, str) and w for w in command)):
             raise ValueError(f'{name}: give {{"command": ["program", "arg", ...]}} or false')
+        if "/" in command[0] and not os.path.isabs(command[0]):  # it would name a file of the workspace
+            raise ValueError(f"{name}: the program must be a name on PATH or an absolute path")
         unknown = set(entry) - {"command", "language_id"}
         if unknown:
             raise ValueError(f"{name}: unknown key {sorted(unknown)[0]!r} (known: command, language_id)")

@@ -63,6 +63,7 @@ def write(path: Path, data: dict) -> None:
     ({"python": {"command": "pylsp"}}, 'python: give {"command"'),
     ({"python": {"command": ["pylsp"], "args": []}}, "unknown key 'args'"),
     ({"python": "pylsp"}, 'python: give {"command"'),
+    ({"python": {"command": ["./bin/pylsp"]}}, "python: the program must be a name on PATH or an absolute path"),
     (["pylsp"], "lsp"),
 ])
 def test_a_bad_lsp_setting_is_one_line_naming_the_file(tmp_path, value, problem):
