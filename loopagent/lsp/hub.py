@@ -9,7 +9,6 @@ edit's result is as it would be without it.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -21,7 +20,7 @@ from typing import Any
 
 from loopagent.lsp.client import Server, ServerGone
 from loopagent.lsp.diagnostics import block, new_since
-from loopagent.lsp.servers import Choice, choose, document_of
+from loopagent.lsp.servers import Choice, choose, document_of, which
 
 RESTARTS = 1  # a server that dies is started again once per run; then its language goes without
 
@@ -111,7 +110,7 @@ class Hub:
         from loopagent.sandbox.executor import walled_argv
         from loopagent.spawn import guard, safe_env
 
-        program = shutil.which(choice.command[0], path=self.env.get("PATH", ""))
+        program = which(choice.command[0], self.env.get("PATH", ""))
         if program is None:
             raise ServerGone(f"{choice.command[0]} not found on PATH")
         argv, cleanup, unwalled = walled_argv("read-only", self.root, [program, *choice.command[1:]], self.environ)

@@ -86,7 +86,7 @@ def choose(doc: Document, ext: str, setting: Mapping[str, Any], path_env: str) -
             entry = setting[name]
             return Choice(doc.key, tuple(entry["command"]), "lsp setting") if entry else None
     for command in KNOWN.get(doc.key, ()):
-        if shutil.which(command[0], path=path_env):
+        if which(command[0], path_env):
             return Choice(doc.key, tuple(command), "found on PATH")
     return None
 
@@ -105,8 +105,16 @@ def lsp_rows(setting: Any, path_env: str) -> list[tuple[str, str, str]]:
         if found is None:
             off = entries.get(key) is False
             rows.append((f"lsp {key}", "-", "off in the lsp setting" if off else "no known server on PATH"))
-        elif shutil.which(found.command[0], path=path_env) is None:
+        elif which(found.command[0], path_env) is None:
             rows.append((f"lsp {key}", "-", f"{found.command[0]} not found ({found.origin})"))
         else:
             rows.append((f"lsp {key}", " ".join(found.command), found.origin))
     return rows
+
+
+def which(program: str, path_env: str) -> str | None:
+    """`program` on PATH without its empty and relative entries: they name the working directory,
+    which may be the workspace (a planted ./pylsp)."""
+    from loopagent.spawn import absolute_path
+
+    return shutil.which(program, path=absolute_path(path_env))

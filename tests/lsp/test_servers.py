@@ -97,3 +97,10 @@ def test_doctor_rows_say_what_each_language_would_use(tmp_path):
                     ("lsp go", "gopls", "found on PATH"), ("lsp rust", "-", "no known server on PATH"),
                     ("lsp .lua", "-", "lua-ls not found (lsp setting)")]
     assert lsp_rows(False, path) == [("lsp", "off", "the lsp setting is false")]
+
+
+def test_a_server_planted_in_the_working_directory_is_not_found_through_a_relative_path_entry(tmp_path, monkeypatch):
+    planted = programs(tmp_path / "ws", "pylsp")
+    monkeypatch.chdir(planted)
+    assert choose(PY, ".py", {}, f".::{tmp_path / 'empty'}") is None
+    assert choose(PY, ".py", {}, planted).command == ("pylsp",)  # the same file through an absolute entry
