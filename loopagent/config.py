@@ -81,6 +81,18 @@ class Settings(BaseSettings):
     output_schema: str | None = None  # a JSON Schema file the final answer must be valid against (exit 6)
     telemetry: bool = False  # OpenTelemetry spans and metrics (loopagent[otel]); also on with OTEL_EXPORTER_OTLP_ENDPOINT
     telemetry_content: bool = False  # prompts, answers and tool text in span attributes
+    # Language-server diagnostics after edits (loopagent/lsp/): false, true (known servers on PATH), or
+    # {"python"|".py": {"command": [...]}|false}; a project file may only turn it off (project.py)
+    lsp: bool | dict[str, Any] = True
+    lsp_timeout: float = Field(5.0, gt=0)  # seconds an edit waits for the server's diagnostics
+    lsp_warnings: bool = False  # new warnings too, not only new errors
+
+    @field_validator("lsp", mode="before")
+    @classmethod
+    def _lsp(cls, value: Any) -> Any:
+        from loopagent.lsp.servers import check_lsp
+
+        return check_lsp(value)
 
     @field_validator("mcp_servers", mode="before")
     @classmethod

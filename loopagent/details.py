@@ -30,6 +30,7 @@ class Details:
     steps: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    diagnostics: str = ""  # write_file / edit_file: the language server's new errors (loopagent/lsp/)
 
 
 def details_record(details: Details) -> dict:
@@ -58,7 +59,7 @@ def details_from(rec: object) -> Details | None:
 def _fits(name: str, value: object) -> bool:
     if name == "outcome":
         return value in get_args(Outcome)
-    if name in ("diff", "session"):
+    if name in ("diff", "session", "diagnostics"):
         return isinstance(value, str)
     if name == "clipped":
         return isinstance(value, bool)

@@ -20,11 +20,11 @@ USER_ONLY = {
 # check, fields added later) is ignored from a project file.
 PROJECT_TIGHTENS = {
     "approval": "stricter", "deny": "add", "checkpoints": "enable",
-    "sandbox": "stricter sandbox", "sandbox_network": "disable",
+    "sandbox": "stricter sandbox", "sandbox_network": "disable", "lsp": "disable",
     **{name: "lower" for name in (
         "max_steps", "max_tokens_total", "ctx_size", "max_tokens", "retries", "connect_timeout",
         "read_timeout", "first_token_timeout", "shell_timeout", "instructions_max_bytes", "timeout",
-        "check_retries", "check_timeout")},
+        "check_retries", "check_timeout", "lsp_timeout")},
 }
 
 
@@ -54,7 +54,7 @@ def tighten_only(values: dict[str, Any], where, current, warnings: list[str]) ->
             kept[key] = value
         elif how == "stricter sandbox" and SANDBOX_MODES.index(new) >= SANDBOX_MODES.index(old):
             kept[key] = value
-        elif how == "disable" and not new:
+        elif how == "disable" and new is False:
             kept[key] = value
         else:
             shown = "***" if key == "api_key" else json.dumps(shown_value(key, value))

@@ -69,6 +69,9 @@ def clean_env(home: Path) -> dict[str, str]:
     env["LOOP_HOME"] = str(home)
     env["NO_COLOR"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # No language server found on PATH (an activated venv has pylsp) starts in every run that edits
+    # code; tests/lsp/ turn diagnostics on (LOOP_LSP="": the setting's own default).
+    env["LOOP_LSP"] = "false"
     return env
 
 

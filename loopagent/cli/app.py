@@ -173,6 +173,7 @@ def agent(
     resume: Resume = None, checkpoints: Checkpoints = None, replay: Replay = None,
     show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
     sandbox: Sandbox = None,
+    no_lsp: Annotated[bool, typer.Option("--no-lsp", help="No language-server diagnostics after edits.")] = False,
     network: Annotated[bool, typer.Option("--network", help="Let sandboxed shell commands use the network.")] = False,
     provider: Annotated[str | None, typer.Option(
         "--provider", metavar="NAME",
@@ -195,6 +196,7 @@ def agent(
         sandbox_network=True if network else None, provider=provider.lower() if provider else None,
         mcp_servers=mcp_servers_of(mcp_config, json_out), check=check, check_retries=check_retries, timeout=timeout,
         output_schema=str(output_schema.resolve()) if output_schema else None,
+        lsp=False if no_lsp else None,
     )
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))

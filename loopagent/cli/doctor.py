@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from loopagent.lsp.servers import lsp_rows
 from loopagent.render.safe import printable
 
 TEXT_PROMPT = "Reply with the single word: ok"
@@ -80,6 +81,8 @@ def run_doctor(flags: dict[str, Any], workspace, json_out: bool = False) -> int:
     settings = config.settings
     provider = getattr(settings, "provider", "openai")
     report = examine(config, host, provider)
+    if not report.fatal:  # the language servers an edit would start (loopagent/lsp/)
+        report.rows += lsp_rows(settings.lsp, host.env.get("PATH", ""))
     if json_out:
         typer.echo(json.dumps(report.as_json(), ensure_ascii=False))
     elif not report.fatal:

@@ -68,8 +68,9 @@ class JsonPrinter:
             self.write({"type": "tool_call", "id": c.id, "name": c.name, "arguments": _arguments(c.arguments)})
         elif isinstance(event, ToolFinished):
             r = event.result
+            found = r.details.diagnostics if r.details else ""  # the language server's block (loopagent/lsp/)
             self.write({"type": "tool_result", "id": r.call_id, "name": r.name, "is_error": r.is_error,
-                        "content": r.content})
+                        "content": r.content, **({"diagnostics": found} if found else {})})
             if r.details is not None and r.details.todos is not None:  # todo_write: the checklist as it stands
                 self.write({"type": "todo", "todos": [{"content": c, "status": s} for c, s in r.details.todos]})
         elif isinstance(event, Notice):

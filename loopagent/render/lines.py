@@ -54,6 +54,11 @@ def notice_line(kind: str, text: str) -> Line:
     return ((f"{kind}: {text}", "yellow"),)
 
 
+def diagnostics_line(text: str) -> Line:
+    """A line of the language server's block under an edit's diff (loopagent/lsp/)."""
+    return (("      ", ""), (text, "red"))
+
+
 def hook_line(ran) -> Line:
     """One dim line per hook run (a block or a failure in yellow): `hook pre_tool[0] CMD (tool): ok`."""
     from loopagent.render.safe import printable

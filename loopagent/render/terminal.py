@@ -174,6 +174,9 @@ class TerminalRenderer(ApprovalView):
             self.sink.rows(lines.todo_rows(event.result.details.todos))
         if change:
             self.sink.diff(change, "      ")
+        found = event.result.details.diagnostics if event.result.details else ""
+        if found:  # what the language server says the change broke, under its diff
+            self.sink.rows([lines.diagnostics_line(printable(line)) for line in found.split("\n")])
 
     def on_Notice(self, event: Notice) -> None:  # noqa: N802
         if event.kind == "checkpoint":  # one per snapshot; counted for the closing line

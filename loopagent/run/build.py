@@ -94,14 +94,17 @@ class Built:
     system: str = ""  # the system prompt a new session starts with
     mcp: Any = None  # the MCP servers' hub (loopagent/mcp/client.py), closed with `close()`
     skills: Any = None  # the run's SkillBook (loopagent/skills/): what `$NAME` and load_skill load
+    lsp: Any = None  # the language servers' Diagnoser (loopagent/lsp/), closed with `close()`
     agent: Agent | None = None  # built by `assemble`
     children: Any = None  # the `task` tool's spawner (run/child.py), told the session by `assemble`
     output: Any = None  # --output-schema: the OutputSchema the final answer must satisfy (loopagent/output/)
 
     def close(self) -> None:
-        """End what the run started outside the loop: the MCP servers' processes."""
+        """End what the run started outside the loop: the MCP servers' and language servers' processes."""
         if self.mcp is not None:
             self.mcp.close()
+        if self.lsp is not None:
+            self.lsp.close()
 
     @property
     def settings(self) -> Settings:
@@ -268,6 +271,13 @@ def skills_for(workspace: Path, host: Host, ctx_size: int):
               file=host.err)
     book, catalog = SkillBook(found, workspace), build_catalog(found.skills, ctx_size)
     return book, [skill_tool(book, catalog.listed)] if catalog.listed else [], catalog.text
+def diagnoser_for(settings: Settings, root: Path, env: Mapping[str, str], environ: Mapping[str, str]):
+    """Language-server diagnostics after edits (loopagent/lsp/), or None when `lsp` is off."""
+    if settings.lsp is False:
+        return None
+    from loopagent.lsp import Diagnoser
+
+    return Diagnoser(root, settings.lsp, env, environ, settings.lsp_timeout, settings.lsp_warnings)
 
 
 def approver_for(renderer, sandbox, host: Host):
@@ -363,14 +373,15 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
                         executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"),
-                        may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)
+                        may_read=policy.may_read, explicitly_allows=policy.explicitly_allows,
+                        diagnose=diagnoser_for(settings, workspace.root, env, environ))
     system = with_skills(system_prompt(list(registry.tools), workspace=opts.workspace, cwd=host.cwd,
                                        limit=settings.instructions_max_bytes, ctx_size=settings.ctx_size,
                                        mode=settings.approval), catalog)
     built = Built(config, fitted, interactive, model, registry, tools, policy, approver,
                   hooks, limits_for(settings, headless), ContextWindow(settings.ctx_size, settings.max_tokens),
                   pricer(settings.prices, settings.model), tuple(listeners or ()), printer, renderer, system,
-                  mcp=hub, skills=skills, children=children, output=shape)
+                  mcp=hub, skills=skills, children=children, output=shape, lsp=tools.diagnose)
     children.built = built  # a `task` call makes its child from the parent's parts
     return built
 

@@ -32,6 +32,7 @@ class Flags:
     check_retries: int | None = None
     timeout: float | None = None
     output_schema: str | None = None  # --output-schema FILE
+    lsp: bool | None = None  # --no-lsp: False
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by setting name: the command line's layer of the configuration."""

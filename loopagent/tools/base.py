@@ -43,6 +43,9 @@ class ToolContext:
     approver: Any = None  # the run's approver (the REPL's pauses its type-ahead), for a child's questions
     # Tells the user something went wrong beside the result (a Notice("warning") once the agent is built).
     warn: Callable[[str], None] = lambda text: print(f"loop: warning: {text}", file=sys.stderr, flush=True)
+    # After a write or an edit: what the language server found new in the file (loopagent/lsp/, a
+    # block of text, "" for nothing); None when diagnostics are off (tools/edit_result.py).
+    diagnose: Callable[[Any, ToolContext], str] | None = None
 
 
 class InvalidArguments(Exception):

@@ -21,7 +21,8 @@ from loopagent.details import Details
 from loopagent.errors import ToolError
 from loopagent.messages import ToolResult
 from loopagent.tools.base import Tool, ToolContext
-from loopagent.tools.diffs import changed, clip_diff, diff_stat, unified_diff
+from loopagent.tools.diffs import clip_diff, diff_stat, unified_diff
+from loopagent.tools.edit_result import edit_result
 from loopagent.tools.spec import Resource
 from loopagent.tools.workspace import Workspace
 
@@ -241,10 +242,9 @@ class WriteFile(Tool):
         count = len(lines_of(args.content))
         diff = change.diff()
         if change.old is None:
-            return ToolResult.ok(f"created {change.rel}: new file, {counted(count, 'line')}", display=diff,
-                                 details=changed(diff))
-        return ToolResult.ok(f"wrote {change.rel}: {counted(count, 'line')} ({diff_stat(diff)})\n"
-                             f"{clip_diff(diff)}", display=diff, details=changed(diff))
+            return edit_result(ctx, change, f"created {change.rel}: new file, {counted(count, 'line')}", diff)
+        return edit_result(ctx, change, f"wrote {change.rel}: {counted(count, 'line')} ({diff_stat(diff)})\n"
+                                        f"{clip_diff(diff)}", diff)
 
 
 class EditParams(BaseModel):
@@ -305,8 +305,8 @@ class EditFile(Tool):
         change, what = self.plan(args, ctx)
         change.apply(ctx.workspace)
         diff = change.diff()
-        return ToolResult.ok(f"edited {change.rel}: replaced {what} ({diff_stat(diff)})\n"
-                             f"{clip_diff(diff)}", display=diff, details=changed(diff))
+        return edit_result(ctx, change, f"edited {change.rel}: replaced {what} ({diff_stat(diff)})\n"
+                                        f"{clip_diff(diff)}", diff)
 
 
 def crlf_aware(text: str, old: str, new: str) -> tuple[str, str]:
