@@ -111,6 +111,10 @@ Check = Annotated[str | None, typer.Option(
          "The run is done only when it passes (else exit 5).")]
 CheckRetries = Annotated[int | None, typer.Option(
     "--check-retries", metavar="N", help="How often a failing check goes back to the model. [default: 2]")]
+AllowHost = Annotated[list[str] | None, typer.Option(
+    "--allow-host", metavar="HOST",
+    help="Let sandboxed commands reach HOST (*.DOMAIN, HOST:PORT, or pypi, npm, debian, github) through "
+         "loop's proxy; repeatable, added to network_allow.")]
 Timeout = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS", help="Wall-clock limit of the run (status time_limit, exit 3). [default: none]")]
 Fork = Annotated[str | None, typer.Option(
@@ -156,6 +160,7 @@ def agent(
     show_thinking: Annotated[bool, typer.Option("--show-thinking", help="Show the model's reasoning in full.")] = False,
     sandbox: Sandbox = None,
     network: Annotated[bool, typer.Option("--network", help="Let sandboxed shell commands use the network.")] = False,
+    allow_host: AllowHost = None,
     provider: Annotated[str | None, typer.Option(
         "--provider", metavar="NAME",
         help=f"openai (any chat-completions server) or ollama (native /api/chat). {default('provider')}")] = None,
@@ -176,6 +181,7 @@ def agent(
         max_tokens_total=max_tokens_total, checkpoints=checkpoints, sandbox=sandbox.lower() if sandbox else None,
         sandbox_network=True if network else None, provider=provider.lower() if provider else None,
         mcp_servers=mcp_servers_of(mcp_config, json_out), check=check, check_retries=check_retries, timeout=timeout,
+        network_allow=list(allow_host) if allow_host else None,
     )
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))

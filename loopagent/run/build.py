@@ -96,9 +96,10 @@ class Built:
     agent: Agent | None = None  # built by `assemble`
 
     def close(self) -> None:
-        """End what the run started outside the loop: the MCP servers' processes."""
+        """End what the run started outside the loop: the MCP servers' processes, the network proxy."""
         if self.mcp is not None:
             self.mcp.close()
+        self.tools.executor.close()
 
     @property
     def settings(self) -> Settings:

@@ -1,0 +1,276 @@
+"""The allowlist proxy outside the sandbox: HTTP forward proxy and CONNECT tunnels, no TLS interception.
+
+Started on the first sandboxed call that needs it and closed with the run. Each call gets its own door,
+a Unix socket bound into its sandbox (where bridge.py listens on loopback in front of it), so a refused
+host is told to the call that asked. Names are resolved here, on the command's behalf; the proxy then
+connects to the very addresses it checked, so a second answer from DNS cannot slip past the rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from loopagent.sandbox.hosts import HostRules, Verdict, is_address, normal
+
+HEAD_LIMIT = 64 * 1024  # a request head beyond this is no request a package tool sends
+HEAD_TIMEOUT = 30.0
+CONNECT_TIMEOUT = 10.0
+CHUNK = 256 * 1024
+MAX_LINES = 20  # blocked hosts named in one call's result; the rest are counted
+HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
+
+Resolver = Callable[[str, int], list[str]]
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The addresses the system's resolver gives `host` (none when it fails)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def read_hosts(path: str) -> dict[str, list[str]]:
+    """A hosts(5) file: NAME -> its addresses; raises OSError when unreadable."""
+    pinned: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            for name in words[1:]:
+                if is_address(words[0]):
+                    pinned.setdefault(normal(name), []).append(words[0])
+    return pinned
+
+
+def resolver_for(pinned: Mapping[str, list[str]], fallback: Resolver = system_resolver) -> Resolver:
+    """Names in `pinned` (network_hosts) first, then `fallback`."""
+    return lambda host, port: list(pinned[host]) if host in pinned else fallback(host, port)
+
+
+@dataclass
+class Door:
+    """One call's way out: its socket, the hosts refused to it, the connections it has open."""
+
+    path: str
+    listener: socket.socket
+    blocked: dict[str, str] = field(default_factory=dict)  # host -> why, in order
+    open: set[socket.socket] = field(default_factory=set)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    closed: bool = False
+
+    def lines(self) -> list[str]:
+        """`network: blocked HOST (why)` for the call's result, at most MAX_LINES."""
+        with self.lock:
+            items = list(self.blocked.items())
+        lines = [f"network: blocked {host} ({why})" for host, why in items[:MAX_LINES]]
+        if len(items) > MAX_LINES:
+            lines.append(f"network: blocked {len(items) - MAX_LINES} more hosts")
+        return lines
+
+    def close(self) -> None:
+        """Stop accepting and cut what is still open (the call's processes are gone by now)."""
+        with self.lock:
+            self.closed = True
+            conns, self.open = list(self.open), set()
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() below
+        self.listener.close()
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def keep(self, conn: socket.socket) -> bool:
+        with self.lock:
+            if not self.closed:
+                self.open.add(conn)
+            return not self.closed
+
+    def drop(self, *conns: socket.socket) -> None:
+        with self.lock:
+            self.open.difference_update(conns)
+        for conn in conns:
+            conn.close()
+
+
+class Proxy:
+    """The run's proxy: the rules, the resolver, and a private directory for the doors' sockets."""
+
+    def __init__(self, rules: HostRules, resolve: Resolver = system_resolver):
+        self.rules, self.resolve = rules, resolve
+        self.dir = tempfile.mkdtemp(prefix="loop-net-")  # 0700: only loop's user can reach the doors
+        self.doors: list[Door] = []
+        self.count = 0
+
+    def open_door(self) -> Door:
+        """A new listening socket for one call, served by a thread until the door is closed."""
+        self.count += 1
+        path = os.path.join(self.dir, f"{self.count}.sock")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(512)
+        door = Door(path, listener)
+        self.doors.append(door)
+        threading.Thread(target=self.accept, args=(door,), daemon=True, name="loop-proxy").start()
+        return door
+
+    def accept(self, door: Door) -> None:
+        while True:
+            try:
+                conn, _ = door.listener.accept()
+            except OSError:
+                return  # closed
+            if not door.keep(conn):
+                conn.close()
+                return
+            threading.Thread(target=self.serve, args=(door, conn), daemon=True, name="loop-proxy").start()
+
+    def close(self) -> None:
+        """Close every door and remove the sockets' directory."""
+        for door in self.doors:
+            door.close()
+        self.doors = []
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def serve(self, door: Door, conn: socket.socket) -> None:
+        """One client connection: a tunnel or one forwarded request, or a 403 naming the rule."""
+        upstream = None
+        try:
+            conn.settimeout(HEAD_TIMEOUT)
+            head, rest = read_head(conn)
+            method, target, host, port = parse_request(head)
+            verdict = self.decide(host, port)
+            if not verdict.allowed:
+                shown = host if port in (80, 443) else f"{host}:{port}"
+                with door.lock:
+                    door.blocked.setdefault(shown, verdict.why)
+                conn.sendall(refusal(shown, verdict.why))
+                return
+            upstream = dial(verdict.addresses, port)
+            if upstream is None or not door.keep(upstream):
+                conn.sendall(response(502, "Bad Gateway", f"loop: cannot connect to {host}:{port}\n"))
+                return
+            conn.settimeout(None)
+            if method == "CONNECT":
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                upstream.sendall(rest)
+            else:
+                upstream.sendall(forwarded(head, target) + rest)
+            relay(conn, upstream)
+        except BadRequest as exc:
+            with contextlib.suppress(OSError):
+                conn.sendall(response(400, "Bad Request", f"loop: {exc}\n"))
+        except OSError:
+            pass
+        finally:
+            door.drop(conn, *([upstream] if upstream is not None else []))
+
+    def decide(self, host: str, port: int) -> Verdict:
+        """The rules for `host:port`, before and after resolving it."""
+        refused, entry = self.rules.judge(host, port)
+        if refused is not None or entry is None:
+            return refused or Verdict(False, "not in network_allow")
+        addresses = [host] if is_address(host) else self.resolve(host, port)
+        return self.rules.check(host, port, entry, addresses)
+
+
+class BadRequest(Exception):
+    """What the client sent is no proxy request."""
+
+
+def read_head(conn: socket.socket) -> tuple[bytes, bytes]:
+    """The request head up to its blank line, and what came after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > HEAD_LIMIT:
+            raise BadRequest("request head too long")
+        chunk = conn.recv(65536)
+        if not chunk:
+            raise BadRequest("connection closed before the request was complete")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head + b"\r\n\r\n", rest
+
+
+def parse_request(head: bytes) -> tuple[str, str, str, int]:
+    """(method, target, host, port) from a CONNECT or an absolute-URI request line."""
+    try:
+        method, target, _version = head.split(b"\r\n", 1)[0].decode("ascii").split(" ")
+    except (UnicodeDecodeError, ValueError):
+        raise BadRequest("not an HTTP request line") from None
+    if method == "CONNECT":
+        host, sep, port = target.rpartition(":")
+        if not sep or not port.isdigit() or not host:
+            raise BadRequest("CONNECT needs HOST:PORT")
+        return method, target, normal(host), int(port)
+    try:
+        url = urlsplit(target)
+        port = url.port or 80
+    except ValueError:
+        raise BadRequest(f"bad URL {target!r}") from None
+    if url.scheme != "http" or not url.hostname:
+        raise BadRequest("a proxy request needs an absolute http:// URL (https goes through CONNECT)")
+    return method, target, normal(url.hostname), port
+
+
+def forwarded(head: bytes, target: str) -> bytes:
+    """The head for the origin server: the path instead of the URL, no proxy headers, one request only."""
+    lines = head.decode("latin-1").split("\r\n")
+    method, _, version = lines[0].split(" ")
+    url = urlsplit(target)
+    path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+    kept = [line for line in lines[1:] if line and line.split(":", 1)[0].strip().lower() not in HOP_HEADERS]
+    # One request per connection: the next one may be for another host, and must be judged again.
+    return "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""]).encode("latin-1")
+
+
+def dial(addresses: tuple[str, ...], port: int) -> socket.socket | None:
+    """A connection to the first checked address that answers."""
+    for address in addresses:
+        try:
+            return socket.create_connection((address, port), timeout=CONNECT_TIMEOUT)
+        except OSError:
+            continue
+    return None
+
+
+def relay(a: socket.socket, b: socket.socket) -> None:
+    """Copy both ways until both sides are done; a half-close travels across."""
+    b.settimeout(None)
+    other = threading.Thread(target=pump, args=(b, a), daemon=True, name="loop-proxy")
+    other.start()
+    pump(a, b)
+    other.join()
+
+
+def pump(src: socket.socket, dst: socket.socket) -> None:
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    try:
+        while n := src.recv_into(buf):
+            dst.sendall(view[:n])
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+
+def refusal(host: str, why: str) -> bytes:
+    return response(403, "Forbidden", f"loop: blocked {host} ({why})\n")
+
+
+def response(code: int, reason: str, body: str) -> bytes:
+    data = body.encode()
+    return (f"HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
