@@ -112,6 +112,8 @@ def rules_from(allow: Iterable[str], deny: Iterable[str] = ()) -> HostRules:
 def parse(text: str) -> list[Entry]:
     """The entries `text` stands for (a preset stands for several); raises ValueError when it is no host."""
     raw = text.strip().lower()
+    if "://" in raw or "/" in raw:
+        raise ValueError(f"{text!r} is not a host: write the host without a scheme or path, like pypi.org")
     if raw in PRESETS:
         return [replace_text(e, raw) for host in PRESETS[raw] for e in parse(host)]
     port = None
@@ -150,19 +152,25 @@ def narrow(user: Sequence[str], project: Sequence[str]) -> tuple[list[str], list
     """A project file's `network_allow` intersected with the user's: (the entries kept, those dropped).
 
     Patterns nest or are disjoint, so the intersection is exact: each side's entries that the other
-    side covers. A project entry the user's list covers whole is kept as written (a preset by name).
+    side covers. An entry covered whole is kept as written (a preset by its name).
     """
-    mine = [e for text in user for e in parse(text)]
+    mine = {text: parse(text) for text in user}
     theirs = {text: parse(text) for text in project}
-    kept, dropped = [], []
-    for text, entries in theirs.items():
-        (kept if all(any(u.covers(e) for u in mine) for e in entries) else dropped).append(text)
-    wider = [e for entries in theirs.values() for e in entries]
-    for entry in mine:  # the user's narrower entries inside the project's wider ones
-        shown = entry.text if not entry.preset else entry_text(entry)
-        if any(p.covers(entry) for p in wider) and shown not in kept and entry.preset not in kept:
+    kept = inner(theirs, [e for entries in mine.values() for e in entries])
+    dropped = [text for text in theirs if text not in kept]
+    for shown in inner(mine, [e for entries in theirs.values() for e in entries]):  # the user's narrower ones
+        if shown not in kept:
             kept.append(shown)
     return kept, dropped
+
+
+def inner(lists: dict[str, list[Entry]], outer: list[Entry]) -> list[str]:
+    """The entries of `lists` that `outer` covers: a text covered whole as written, else its covered parts."""
+    found = []
+    for text, entries in lists.items():
+        covered = [e for e in entries if any(o.covers(e) for o in outer)]
+        found += [text] if covered and len(covered) == len(entries) else [entry_text(e) for e in covered]
+    return found
 
 
 def entry_text(entry: Entry) -> str:

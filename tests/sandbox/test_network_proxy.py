@@ -1,0 +1,145 @@
+"""The allowlist proxy in-process (loopagent/sandbox/proxy.py): real sockets, loopback origin servers, an
+injected resolver mapping test names to 127.0.0.1. Through the sandbox and `loop`: test_network_e2e.py."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from loopagent.sandbox.hosts import rules_from
+from loopagent.sandbox.proxy import Proxy, read_hosts, resolver_for
+from tests.conftest import wait_for
+from tests.sandbox.origin import Origin
+
+NAMES = {"pkg.test": ["127.0.0.1"], "other.test": ["127.0.0.1"], "a.wild.test": ["127.0.0.1"]}
+
+
+@pytest.fixture
+def origin() -> Iterator[Origin]:
+    with Origin() as o:
+        yield o
+
+
+def proxy_for(allow, deny=()) -> Proxy:
+    return Proxy(rules_from(allow, deny), resolver_for(NAMES, lambda host, port: []))
+
+
+def ask(path: str, head: str, then: bytes = b"") -> bytes:
+    """Send a request head through the door at `path` (and `then` after a tunnel is up); all it answers."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(path)
+        s.sendall(head.encode())
+        if then:
+            reply = b""
+            while b"\r\n\r\n" not in reply:
+                reply += s.recv(4096)
+            if not reply.startswith(b"HTTP/1.1 200"):
+                return reply
+            s.sendall(then)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+        return data
+
+
+def get(path: str, host: str, port: int) -> bytes:
+    return ask(path, f"GET http://{host}:{port}/x HTTP/1.1\r\nHost: {host}:{port}\r\nProxy-Connection: keep-alive\r\n\r\n")
+
+
+def test_an_allowed_name_is_forwarded_and_another_refused_with_a_403_naming_host_and_rule(origin):
+    proxy = proxy_for(["pkg.test"])
+    try:
+        door = proxy.open_door()
+        assert get(door.path, "pkg.test", origin.port).endswith(b"hello pkg.test")
+        refused = get(door.path, "other.test", origin.port)
+        assert refused.startswith(b"HTTP/1.1 403 Forbidden")
+        assert refused.endswith(f"loop: blocked other.test:{origin.port} (not in network_allow)\n".encode())
+        assert origin.hosts == ["pkg.test"]  # the refused request never left
+        assert door.lines() == [f"network: blocked other.test:{origin.port} (not in network_allow)"]
+    finally:
+        proxy.close()
+
+
+def test_connect_tunnels_to_an_allowed_name_only(origin):
+    proxy = proxy_for(["pkg.test"])
+    try:
+        door = proxy.open_door()
+        inner = b"GET / HTTP/1.1\r\nHost: pkg.test\r\nConnection: close\r\n\r\n"  # TLS would pass the same way
+        tunnelled = ask(door.path, f"CONNECT pkg.test:{origin.port} HTTP/1.1\r\n\r\n", inner)
+        assert tunnelled.endswith(b"hello pkg.test")
+        refused = ask(door.path, f"CONNECT other.test:{origin.port} HTTP/1.1\r\n\r\n", inner)
+        assert refused.startswith(b"HTTP/1.1 403") and b"blocked other.test" in refused
+        assert origin.hosts == ["pkg.test"]
+    finally:
+        proxy.close()
+
+
+def test_a_name_resolving_to_loopback_is_refused_through_a_wildcard_unless_named(origin):
+    proxy = proxy_for(["*.wild.test"])
+    try:
+        refused = get(proxy.open_door().path, "a.wild.test", origin.port)
+        assert refused.startswith(b"HTTP/1.1 403") and b"local address 127.0.0.1" in refused
+        direct = get(proxy.open_door().path, "127.0.0.1", origin.port)  # an address is a host like any other
+        assert direct.startswith(b"HTTP/1.1 403") and b"not in network_allow" in direct
+    finally:
+        proxy.close()
+    proxy = proxy_for(["*.wild.test", "a.wild.test"])
+    try:
+        assert get(proxy.open_door().path, "a.wild.test", origin.port).endswith(b"hello a.wild.test")
+    finally:
+        proxy.close()
+
+
+def test_what_is_no_proxy_request_gets_a_400(origin):
+    proxy = proxy_for(["pkg.test"])
+    try:
+        door = proxy.open_door()
+        assert ask(door.path, "GET /x HTTP/1.1\r\nHost: pkg.test\r\n\r\n").startswith(b"HTTP/1.1 400")
+        assert ask(door.path, "CONNECT pkg.test HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+        assert ask(door.path, "GET https://pkg.test/ HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+    finally:
+        proxy.close()
+    assert origin.hosts == []
+
+
+def test_many_parallel_requests_all_complete(origin):
+    proxy = proxy_for(["pkg.test"])
+    try:
+        door = proxy.open_door()
+        with ThreadPoolExecutor(64) as pool:
+            replies = list(pool.map(lambda _: get(door.path, "pkg.test", origin.port), range(100)))
+        assert all(r.endswith(b"hello pkg.test") for r in replies)
+        assert len(origin.hosts) == 100
+    finally:
+        proxy.close()
+
+
+def test_closing_cuts_open_tunnels_and_removes_the_sockets(origin):
+    proxy = proxy_for(["pkg.test"])
+    door = proxy.open_door()
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(10)
+    client.connect(door.path)
+    client.sendall(f"CONNECT pkg.test:{origin.port} HTTP/1.1\r\n\r\n".encode())
+    assert client.recv(4096).startswith(b"HTTP/1.1 200")
+    before = {t for t in threading.enumerate() if t.name == "loop-proxy"}
+    assert before
+    proxy.close()
+    assert client.recv(4096) == b""  # the tunnel was cut, though the origin would have kept it open
+    client.close()
+    assert not os.path.exists(proxy.dir)
+    wait_for(lambda: not any(t.is_alive() for t in before), timeout=10)
+
+
+def test_a_hosts_file_pins_names_to_addresses(tmp_path):
+    hosts = tmp_path / "hosts"
+    hosts.write_text("# a local mirror\n127.0.0.1 pkg.test  Mirror.Test. # both\nnot-an-address x.test\n")
+    assert read_hosts(str(hosts)) == {"pkg.test": ["127.0.0.1"], "mirror.test": ["127.0.0.1"]}
+    resolve = resolver_for(read_hosts(str(hosts)), lambda host, port: ["8.8.8.8"])
+    assert resolve("pkg.test", 80) == ["127.0.0.1"] and resolve("pypi.org", 443) == ["8.8.8.8"]
