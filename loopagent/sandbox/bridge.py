@@ -1,87 +1,45 @@
-"""The bridge inside the sandbox: a loopback listener in front of the proxy's Unix socket, then the command.
+"""The bridge inside the sandbox: a loopback listener in the sandbox's network namespace, handed to the
+proxy outside through its Unix socket, then the command in the bridge's place.
 
-Run as `python -I -S -c SOURCE SOCKET PORT COMMAND...` inside the sandbox's own network namespace,
-where nothing else listens yet: it needs only the interpreter's standard library, and with -I -S
-nothing from the workspace, the environment or site-packages is imported. It binds 127.0.0.1:PORT,
-starts the command, relays each connection to SOCKET, and exits with the command's status. It must
-not import loopagent: its source is read from this file and passed as -c.
+Run as `python -I -S -c SOURCE SOCKET PORT COMMAND...` inside the sandbox, where nothing else listens
+yet: it needs only the interpreter's standard library, and with -I -S nothing from the workspace, the
+environment or site-packages is imported. It binds 127.0.0.1:PORT, sends the listening socket over
+SOCKET (SCM_RIGHTS), and execs the command: the proxy accepts the sandbox's connections itself, so
+no process of ours stays inside and no byte is copied twice. It must not import loopagent: its source
+is read from this file and passed as -c.
 """
 
 import os
 import socket
 import sys
-import threading
 
-CHUNK = 256 * 1024
-
-
-def pump(src, dst):
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    try:
-        while True:
-            n = src.recv_into(buf)
-            if not n:
-                break
-            dst.sendall(view[:n])
-        dst.shutdown(socket.SHUT_WR)
-    except OSError:
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+HANDOVER = b"loop-bridge"  # the one message the proxy takes a listener from
 
 
-def bridge(client, path):
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        upstream.connect(path)
-    except OSError:
-        client.close()
-        upstream.close()
-        return
-    other = threading.Thread(target=pump, args=(upstream, client), daemon=True)
-    other.start()
-    pump(client, upstream)
-    other.join()
-    client.close()
-    upstream.close()
-
-
-def serve(listener, path):
-    while True:
-        client, _ = listener.accept()
-        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=bridge, args=(client, path), daemon=True).start()
+def fail(code, text):
+    sys.stderr.write(f"loop: {text}\n")
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv):
     path, port, command = argv[1], int(argv[2]), argv[3:]
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    door = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         listener.bind(("127.0.0.1", port))
+        listener.listen(1024)  # connections wait in the backlog until the proxy accepts them
+        door.connect(path)
+        socket.send_fds(door, [HANDOVER], [listener.fileno()])
     except OSError as exc:
-        sys.stderr.write(f"loop: the network bridge cannot listen on 127.0.0.1:{port} ({exc})\n")
-        sys.stderr.flush()
-        os._exit(126)
-    listener.listen(512)
-    threading.Thread(target=serve, args=(listener, path), daemon=True).start()
+        fail(126, f"the network bridge cannot reach loop's proxy ({exc})")
+    door.close()
+    listener.close()  # the proxy holds its own copy
     try:
-        pid = os.posix_spawnp(command[0], command, os.environ)
+        os.execvp(command[0], command)
     except OSError as exc:
-        sys.stderr.write(f"loop: cannot start {command[0]} ({exc.strerror})\n")
-        sys.stderr.flush()
-        os._exit(127)
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
-    code = os.waitstatus_to_exitcode(status)
-    os._exit(code if code >= 0 else 128 - code)  # killed by a signal: the shell's 128 + N
+        fail(127, f"cannot start {command[0]} ({exc.strerror})")
 
 
 if __name__ == "__main__":

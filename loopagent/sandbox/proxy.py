@@ -9,6 +9,8 @@ connects to the very addresses it checked, so a second answer from DNS cannot sl
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import socket
@@ -23,7 +25,7 @@ from loopagent.sandbox.hosts import HostRules, Verdict, is_address, normal
 HEAD_LIMIT = 64 * 1024  # a request head beyond this is no request a package tool sends
 HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10.0
-CHUNK = 256 * 1024
+CHUNK = 1024 * 1024  # bytes moved per splice
 MAX_LINES = 20  # blocked hosts named in one call's result; the rest are counted
 HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
 
@@ -58,10 +60,12 @@ def resolver_for(pinned: Mapping[str, list[str]], fallback: Resolver = system_re
 
 @dataclass
 class Door:
-    """One call's way out: its socket, the hosts refused to it, the connections it has open."""
+    """One call's way out: its Unix socket, the sandbox's listener handed through it, the hosts refused
+    to the call, the connections it has open."""
 
     path: str
-    listener: socket.socket
+    listener: socket.socket  # the Unix socket bound into the sandbox
+    inside: socket.socket | None = None  # the bridge's loopback listener, once handed over
     blocked: dict[str, str] = field(default_factory=dict)  # host -> why, in order
     open: set[socket.socket] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -81,9 +85,10 @@ class Door:
         with self.lock:
             self.closed = True
             conns, self.open = list(self.open), set()
-        with contextlib.suppress(OSError):
-            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() below
-        self.listener.close()
+        for listener in filter(None, (self.listener, self.inside)):
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() waiting on it
+            listener.close()
         for conn in conns:
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
@@ -113,21 +118,37 @@ class Proxy:
         self.count = 0
 
     def open_door(self) -> Door:
-        """A new listening socket for one call, served by a thread until the door is closed."""
+        """A new Unix socket for one call, waiting for its bridge's listener on a thread."""
         self.count += 1
         path = os.path.join(self.dir, f"{self.count}.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
-        listener.listen(512)
+        listener.listen(8)
         door = Door(path, listener)
         self.doors.append(door)
-        threading.Thread(target=self.accept, args=(door,), daemon=True, name="loop-proxy").start()
+        threading.Thread(target=self.receive, args=(door,), daemon=True, name="loop-proxy").start()
         return door
 
-    def accept(self, door: Door) -> None:
-        while True:
+    def receive(self, door: Door) -> None:
+        """Take the bridge's loopback listener from the first handover on the door, then serve it."""
+        while door.inside is None:
             try:
                 conn, _ = door.listener.accept()
+            except OSError:
+                return  # closed
+            with conn:
+                door.inside = handed(conn)
+        with door.lock:
+            if door.closed:
+                door.inside.close()
+                return
+        self.accept(door, door.inside)
+
+    def accept(self, door: Door, listener: socket.socket) -> None:
+        """Serve every connection made to the sandbox's proxy port until the door closes."""
+        while True:
+            try:
+                conn, _ = listener.accept()
             except OSError:
                 return  # closed
             if not door.keep(conn):
@@ -182,6 +203,34 @@ class Proxy:
             return refused or Verdict(False, "not in network_allow")
         addresses = [host] if is_address(host) else self.resolve(host, port)
         return self.rules.check(host, port, entry, addresses)
+
+
+def handed(conn: socket.socket) -> socket.socket | None:
+    """The listening TCP socket the bridge sent over `conn`, or None when it sent anything else."""
+    from loopagent.sandbox.bridge import HANDOVER
+
+    conn.settimeout(HEAD_TIMEOUT)
+    try:
+        message, fds, _flags, _addr = socket.recv_fds(conn, len(HANDOVER), 4)
+    except OSError:
+        return None
+    found = None
+    for fd in fds:
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:  # no socket at all
+            os.close(fd)
+            continue
+        try:
+            listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        except OSError:
+            listening = 0
+        if (found is None and message == HANDOVER and len(fds) == 1 and sock.type == socket.SOCK_STREAM
+                and sock.family in (socket.AF_INET, socket.AF_INET6) and listening):
+            found = sock
+        else:
+            sock.close()
+    return found
 
 
 class BadRequest(Exception):
@@ -254,16 +303,46 @@ def relay(a: socket.socket, b: socket.socket) -> None:
 
 
 def pump(src: socket.socket, dst: socket.socket) -> None:
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
+    """Copy `src` to `dst` until EOF, then pass the half-close on; on an error cut both."""
     try:
-        while n := src.recv_into(buf):
-            dst.sendall(view[:n])
+        if not spliced(src, dst):
+            copied(src, dst)
         dst.shutdown(socket.SHUT_WR)
     except OSError:
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
+
+
+def spliced(src: socket.socket, dst: socket.socket) -> bool:
+    """Move the bytes through a pipe in the kernel (splice(2)), never through Python: False where the
+    kernel refuses to splice these sockets before a byte moved (the caller copies instead)."""
+    r, w = os.pipe()
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)  # else the default 64 KiB, in more calls
+        s, d = src.fileno(), dst.fileno()
+        try:
+            n = os.splice(s, w, CHUNK)
+        except OSError as exc:
+            if exc.errno == errno.EINVAL:
+                return False
+            raise
+        while n:
+            while n:
+                n -= os.splice(r, d, n)
+            n = os.splice(s, w, CHUNK)
+        return True
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def copied(src: socket.socket, dst: socket.socket) -> None:
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    while n := src.recv_into(buf):
+        dst.sendall(view[:n])
 
 
 def refusal(host: str, why: str) -> bytes:

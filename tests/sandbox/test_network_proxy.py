@@ -11,8 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from loopagent.sandbox.bridge import HANDOVER
 from loopagent.sandbox.hosts import rules_from
-from loopagent.sandbox.proxy import Proxy, read_hosts, resolver_for
+from loopagent.sandbox.proxy import Door, Proxy, read_hosts, resolver_for
 from tests.conftest import wait_for
 from tests.sandbox.origin import Origin
 
@@ -29,11 +30,26 @@ def proxy_for(allow, deny=()) -> Proxy:
     return Proxy(rules_from(allow, deny), resolver_for(NAMES, lambda host, port: []))
 
 
-def ask(path: str, head: str, then: bytes = b"") -> bytes:
-    """Send a request head through the door at `path` (and `then` after a tunnel is up); all it answers."""
+def hand_over(door: Door, fds=None) -> int:
+    """What bridge.py does inside the sandbox: a loopback listener, sent through the door; its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(10)
-        s.connect(path)
+        s.connect(door.path)
+        socket.send_fds(s, [HANDOVER], fds or [listener.fileno()])
+    port = listener.getsockname()[1]
+    listener.close()  # the proxy holds its own copy
+    return port
+
+
+def opened(proxy: Proxy) -> int:
+    return hand_over(proxy.open_door())
+
+
+def ask(port: int, head: str, then: bytes = b"") -> bytes:
+    """Send a request head to the proxy port (and `then` after a tunnel is up); all it answers."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(head.encode())
         if then:
             reply = b""
@@ -48,16 +64,17 @@ def ask(path: str, head: str, then: bytes = b"") -> bytes:
         return data
 
 
-def get(path: str, host: str, port: int) -> bytes:
-    return ask(path, f"GET http://{host}:{port}/x HTTP/1.1\r\nHost: {host}:{port}\r\nProxy-Connection: keep-alive\r\n\r\n")
+def get(door: int, host: str, port: int) -> bytes:
+    return ask(door, f"GET http://{host}:{port}/x HTTP/1.1\r\nHost: {host}:{port}\r\nProxy-Connection: keep-alive\r\n\r\n")
 
 
 def test_an_allowed_name_is_forwarded_and_another_refused_with_a_403_naming_host_and_rule(origin):
     proxy = proxy_for(["pkg.test"])
     try:
         door = proxy.open_door()
-        assert get(door.path, "pkg.test", origin.port).endswith(b"hello pkg.test")
-        refused = get(door.path, "other.test", origin.port)
+        port = hand_over(door)
+        assert get(port, "pkg.test", origin.port).endswith(b"hello pkg.test")
+        refused = get(port, "other.test", origin.port)
         assert refused.startswith(b"HTTP/1.1 403 Forbidden")
         assert refused.endswith(f"loop: blocked other.test:{origin.port} (not in network_allow)\n".encode())
         assert origin.hosts == ["pkg.test"]  # the refused request never left
@@ -69,11 +86,11 @@ def test_an_allowed_name_is_forwarded_and_another_refused_with_a_403_naming_host
 def test_connect_tunnels_to_an_allowed_name_only(origin):
     proxy = proxy_for(["pkg.test"])
     try:
-        door = proxy.open_door()
+        door = opened(proxy)
         inner = b"GET / HTTP/1.1\r\nHost: pkg.test\r\nConnection: close\r\n\r\n"  # TLS would pass the same way
-        tunnelled = ask(door.path, f"CONNECT pkg.test:{origin.port} HTTP/1.1\r\n\r\n", inner)
+        tunnelled = ask(door, f"CONNECT pkg.test:{origin.port} HTTP/1.1\r\n\r\n", inner)
         assert tunnelled.endswith(b"hello pkg.test")
-        refused = ask(door.path, f"CONNECT other.test:{origin.port} HTTP/1.1\r\n\r\n", inner)
+        refused = ask(door, f"CONNECT other.test:{origin.port} HTTP/1.1\r\n\r\n", inner)
         assert refused.startswith(b"HTTP/1.1 403") and b"blocked other.test" in refused
         assert origin.hosts == ["pkg.test"]
     finally:
@@ -83,15 +100,15 @@ def test_connect_tunnels_to_an_allowed_name_only(origin):
 def test_a_name_resolving_to_loopback_is_refused_through_a_wildcard_unless_named(origin):
     proxy = proxy_for(["*.wild.test"])
     try:
-        refused = get(proxy.open_door().path, "a.wild.test", origin.port)
+        refused = get(opened(proxy), "a.wild.test", origin.port)
         assert refused.startswith(b"HTTP/1.1 403") and b"local address 127.0.0.1" in refused
-        direct = get(proxy.open_door().path, "127.0.0.1", origin.port)  # an address is a host like any other
+        direct = get(opened(proxy), "127.0.0.1", origin.port)  # an address is a host like any other
         assert direct.startswith(b"HTTP/1.1 403") and b"not in network_allow" in direct
     finally:
         proxy.close()
     proxy = proxy_for(["*.wild.test", "a.wild.test"])
     try:
-        assert get(proxy.open_door().path, "a.wild.test", origin.port).endswith(b"hello a.wild.test")
+        assert get(opened(proxy), "a.wild.test", origin.port).endswith(b"hello a.wild.test")
     finally:
         proxy.close()
 
@@ -99,10 +116,10 @@ def test_a_name_resolving_to_loopback_is_refused_through_a_wildcard_unless_named
 def test_what_is_no_proxy_request_gets_a_400(origin):
     proxy = proxy_for(["pkg.test"])
     try:
-        door = proxy.open_door()
-        assert ask(door.path, "GET /x HTTP/1.1\r\nHost: pkg.test\r\n\r\n").startswith(b"HTTP/1.1 400")
-        assert ask(door.path, "CONNECT pkg.test HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
-        assert ask(door.path, "GET https://pkg.test/ HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+        door = opened(proxy)
+        assert ask(door, "GET /x HTTP/1.1\r\nHost: pkg.test\r\n\r\n").startswith(b"HTTP/1.1 400")
+        assert ask(door, "CONNECT pkg.test HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
+        assert ask(door, "GET https://pkg.test/ HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400")
     finally:
         proxy.close()
     assert origin.hosts == []
@@ -111,9 +128,9 @@ def test_what_is_no_proxy_request_gets_a_400(origin):
 def test_many_parallel_requests_all_complete(origin):
     proxy = proxy_for(["pkg.test"])
     try:
-        door = proxy.open_door()
+        door = opened(proxy)
         with ThreadPoolExecutor(64) as pool:
-            replies = list(pool.map(lambda _: get(door.path, "pkg.test", origin.port), range(100)))
+            replies = list(pool.map(lambda _: get(door, "pkg.test", origin.port), range(100)))
         assert all(r.endswith(b"hello pkg.test") for r in replies)
         assert len(origin.hosts) == 100
     finally:
@@ -122,10 +139,7 @@ def test_many_parallel_requests_all_complete(origin):
 
 def test_closing_cuts_open_tunnels_and_removes_the_sockets(origin):
     proxy = proxy_for(["pkg.test"])
-    door = proxy.open_door()
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    client.settimeout(10)
-    client.connect(door.path)
+    client = socket.create_connection(("127.0.0.1", opened(proxy)), timeout=10)
     client.sendall(f"CONNECT pkg.test:{origin.port} HTTP/1.1\r\n\r\n".encode())
     assert client.recv(4096).startswith(b"HTTP/1.1 200")
     before = {t for t in threading.enumerate() if t.name == "loop-proxy"}
@@ -143,3 +157,21 @@ def test_a_hosts_file_pins_names_to_addresses(tmp_path):
     assert read_hosts(str(hosts)) == {"pkg.test": ["127.0.0.1"], "mirror.test": ["127.0.0.1"]}
     resolve = resolver_for(read_hosts(str(hosts)), lambda host, port: ["8.8.8.8"])
     assert resolve("pkg.test", 80) == ["127.0.0.1"] and resolve("pypi.org", 443) == ["8.8.8.8"]
+
+
+def test_the_door_takes_only_a_listening_tcp_socket(origin, tmp_path):
+    proxy = proxy_for(["pkg.test"])
+    try:
+        door = proxy.open_door()
+        connected = socket.create_connection(("127.0.0.1", origin.port), timeout=10)
+        with open(tmp_path / "f", "w") as f:
+            for fd in (f.fileno(), connected.fileno()):  # a file, a connected socket: no listener
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.connect(door.path)
+                    socket.send_fds(s, [HANDOVER], [fd])
+                    assert s.recv(1) == b""  # heard and closed
+                assert door.inside is None
+        connected.close()
+        assert get(hand_over(door), "pkg.test", origin.port).endswith(b"hello pkg.test")
+    finally:
+        proxy.close()
