@@ -105,3 +105,13 @@ def test_describe_names_the_hosts_a_command_may_reach():
         "network only to pypi (pypi.org, files.pythonhosted.org), example.org:8080; never bad.org")
     assert rules_from([]).describe() == "no network"
     assert set(PRESETS) == {"pypi", "npm", "debian", "github"}
+
+
+def test_a_failed_download_under_the_proxy_is_told_what_it_may_reach():
+    from loopagent.sandbox.spec import SandboxSpec
+    from loopagent.sandbox.walls import wall_note
+
+    proxied = SandboxSpec("workspace-write", "/ws", hosts=rules_from(["pypi"]))
+    note = wall_note("curl: (6) Could not resolve host: example.org", proxied, 6, "curl https://example.org")
+    assert "only the hosts in network_allow" in note and "--allow-host HOST" in note
+    assert "--allow-host" not in wall_note("Could not resolve host", SandboxSpec("workspace-write", "/ws"), 6)
