@@ -161,6 +161,7 @@ USER_ONLY_VARS = frozenset(ENV_KEYS[name] for name in USER_ONLY)
 OLLAMA_URL = "http://127.0.0.1:11434"  # the base URL when provider is ollama and none is given
 RULE_LISTS = ("allow", "deny")
 ADDITIVE = ("allow", "deny", "env_allow", "network_allow", "network_deny")
+FLAG_NAMES = {"network_allow": "--allow-host"}  # flags not named after their setting
 NARROWED = ("network_allow",)  # a project file's replaces the lists below it by their intersection
 
 def loop_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -297,7 +298,7 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
     validate(env_values, lambda key: env_source.origin(key))
     layer(config, values, env_values, env_source.origin, None, "env")
     cli = {k: v for k, v in cli.items() if v is not None}
-    validate(cli, lambda key: f"--{key.replace('_', '-')}")
+    validate(cli, lambda key: FLAG_NAMES.get(key, f"--{key.replace('_', '-')}"))
     layer(config, values, cli, lambda key: "command line", None, "flag")
     if values.get("provider") == "ollama" and "base_url" not in values:  # Ollama's port, not llama.cpp's
         values["base_url"] = OLLAMA_URL

@@ -56,3 +56,8 @@ def test_a_bad_entry_is_one_line_naming_file_line_and_entry(tmp_path, values, sa
     with pytest.raises(ConfigError) as err:
         load_config(tmp_path, {}, {"LOOP_HOME": str(tmp_path / "h")})
     assert "config.json line 2" in str(err.value) and says in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_bad_allow_host_flag_is_named_as_typed(tmp_path):
+    with pytest.raises(ConfigError, match=r"^--allow-host: 'https://pypi.org' is not a host"):
+        load_config(tmp_path, {"network_allow": ["https://pypi.org"]}, {"LOOP_HOME": str(tmp_path / "h")})
