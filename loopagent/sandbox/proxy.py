@@ -27,6 +27,7 @@ HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10.0
 CHUNK = 1024 * 1024  # bytes moved per splice
 MAX_LINES = 20  # blocked hosts named in one call's result; the rest are counted
+MAX_OPEN = 256  # connections of one call served at once (two threads each); more wait in the backlog
 HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
 
 Resolver = Callable[[str, int], list[str]]
@@ -66,19 +67,31 @@ class Door:
     path: str
     listener: socket.socket  # the Unix socket bound into the sandbox
     inside: socket.socket | None = None  # the bridge's loopback listener, once handed over
-    blocked: dict[str, str] = field(default_factory=dict)  # host -> why, in order
+    blocked: dict[str, str] = field(default_factory=dict)  # host -> why, in order, MAX_LINES of them
+    more: int = 0  # refused requests to hosts beyond those
     open: set[socket.socket] = field(default_factory=set)
+    slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(MAX_OPEN))
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
 
     def lines(self) -> list[str]:
-        """`network: blocked HOST (why)` for the call's result, at most MAX_LINES."""
+        """`network: blocked HOST (why)` for the call's result, and a count of any beyond MAX_LINES."""
         with self.lock:
-            items = list(self.blocked.items())
-        lines = [f"network: blocked {host} ({why})" for host, why in items[:MAX_LINES]]
-        if len(items) > MAX_LINES:
-            lines.append(f"network: blocked {len(items) - MAX_LINES} more hosts")
+            items, more = list(self.blocked.items()), self.more
+        lines = [f"network: blocked {host} ({why})" for host, why in items]
+        if more:
+            lines.append(f"network: blocked {more} more request{'s' if more > 1 else ''} to other hosts")
         return lines
+
+    def refuse(self, host: str, why: str) -> None:
+        """Remember a refused host for the call's result (a command may try thousands)."""
+        with self.lock:
+            if host in self.blocked:
+                return
+            if len(self.blocked) < MAX_LINES:
+                self.blocked[host] = why
+            else:
+                self.more += 1
 
     def close(self) -> None:
         """Stop accepting and cut what is still open (the call's processes are gone by now)."""
@@ -147,6 +160,7 @@ class Proxy:
     def accept(self, door: Door, listener: socket.socket) -> None:
         """Serve every connection made to the sandbox's proxy port until the door closes."""
         while True:
+            door.slots.acquire()
             try:
                 conn, _ = listener.accept()
             except OSError:
@@ -173,8 +187,7 @@ class Proxy:
             verdict = self.decide(host, port)
             if not verdict.allowed:
                 shown = host if port in (80, 443) else f"{host}:{port}"
-                with door.lock:
-                    door.blocked.setdefault(shown, verdict.why)
+                door.refuse(shown, verdict.why)
                 conn.sendall(refusal(shown, verdict.why))
                 return
             upstream = dial(verdict.addresses, port)
@@ -195,6 +208,7 @@ class Proxy:
             pass
         finally:
             door.drop(conn, *([upstream] if upstream is not None else []))
+            door.slots.release()
 
     def decide(self, host: str, port: int) -> Verdict:
         """The rules for `host:port`, before and after resolving it."""

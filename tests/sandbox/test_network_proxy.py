@@ -175,3 +175,18 @@ def test_the_door_takes_only_a_listening_tcp_socket(origin, tmp_path):
         assert get(hand_over(door), "pkg.test", origin.port).endswith(b"hello pkg.test")
     finally:
         proxy.close()
+
+
+def test_a_call_refused_many_hosts_names_twenty_and_counts_the_rest(origin):
+    proxy = proxy_for([])
+    try:
+        door = proxy.open_door()
+        port = hand_over(door)
+        for i in range(25):
+            assert get(port, f"h{i}.test", 80).startswith(b"HTTP/1.1 403")
+        get(port, "h0.test", 80)  # a host already named is not counted again
+        lines = door.lines()
+        assert lines[0] == "network: blocked h0.test (not in network_allow)" and len(lines) == 21
+        assert lines[-1] == "network: blocked 5 more requests to other hosts"
+    finally:
+        proxy.close()
