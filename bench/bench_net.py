@@ -8,6 +8,9 @@ The server is a loopback HTTP server in this process; the client is `python -c` 
 each request itself (so the sandbox's start is not counted). Through the proxy the client reaches the
 server by a name pinned to 127.0.0.1 by a hosts file and named in network_allow, as a local mirror would be.
 Each request opens a new connection (urllib does), so the latency column includes the proxy's connect.
+The CPU rows are this process's CPU time while the client ran: through the proxy, the proxy's threads.
+On a machine with fewer free cores than the three busy parties (server, proxy, client) the throughput
+ratio measures the scheduler as much as the proxy; the CPU row says what the proxy itself costs.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,8 +42,10 @@ def fetch(path):
         while r.read(1 << 20):
             pass
     return (time.perf_counter() - t) * 1000
-print("big", *[fetch("/big") for _ in range(downloads)])
-print("small", *[fetch("/small") for _ in range(small)])
+if downloads:
+    print("big", *[fetch("/big") for _ in range(downloads)])
+if small:
+    print("small", *[fetch("/small") for _ in range(small)])
 """
 
 
@@ -65,21 +71,24 @@ server.serve_forever()
 """
 
 
-def run(spec, base: str, downloads: int, small: int, way: str) -> dict[str, list[float]]:
-    """One sandboxed client run: the milliseconds of each download and each small request."""
+def run(spec, base: str, downloads: int, small: int, way: str) -> tuple[dict[str, list[float]], float]:
+    """One sandboxed client run: the milliseconds of each download and each small request, and the CPU
+    milliseconds this process (the proxy's threads, when proxied) spent while it ran."""
     box = open_sandbox(spec, os.environ)
     if box.state != "sandboxed":
         sys.exit(f"no sandbox here: {box.problem}")
     argv = [sys.executable, "-c", CLIENT, base, str(downloads), str(small), way]
     started = box.executor.spawn(argv, spec.workspace, dict(os.environ))
+    cpu = time.process_time()
     try:
         out = started.proc.communicate(timeout=600)[0].decode()
+        cpu = (time.process_time() - cpu) * 1000
     finally:
         started.close()
         box.executor.close()
     if started.proc.returncode:
         sys.exit(f"the client failed:\n{out}")
-    return {line.split()[0]: [float(x) for x in line.split()[1:]] for line in out.splitlines()}
+    return {line.split()[0]: [float(x) for x in line.split()[1:]] for line in out.splitlines()}, cpu
 
 
 def main() -> None:
@@ -98,7 +107,8 @@ def main() -> None:
 
 
 def measure(port: int, downloads: int, small: int) -> dict[str, dict[str, list[float]]]:
-    """Both ways, one after the other, against the server on `port`."""
+    """Both ways, one after the other, against the server on `port`: the milliseconds of each request
+    ("big", "small") and the CPU milliseconds of loop's side per request ("big cpu", "small cpu")."""
     with tempfile.TemporaryDirectory(prefix="loop-bench-") as tmp:
         ws, hosts = Path(tmp) / "ws", Path(tmp) / "hosts"
         ws.mkdir()
@@ -106,14 +116,16 @@ def measure(port: int, downloads: int, small: int) -> dict[str, dict[str, list[f
         direct = spec_from("workspace-write", ws, os.environ, network=True)
         proxied = spec_from("workspace-write", ws, os.environ, hosts=rules_from(["mirror.bench"]),
                             hosts_file=str(hosts))
-        cells: dict[str, dict[str, list[float]]] = {"direct": {"big": [], "small": []},
-                                                    "proxy": {"big": [], "small": []}}
+        cells: dict[str, dict[str, list[float]]] = {way: {"big": [], "small": [], "big cpu": [], "small cpu": []}
+                                                    for way in ("direct", "proxy")}
         for i in range(downloads):  # interleaved rounds, so the machine's noise falls on both ways alike
             share = small // downloads + (i < small % downloads)
             for way, spec, base in (("direct", direct, f"http://127.0.0.1:{port}"),
                                     ("proxy", proxied, f"http://mirror.bench:{port}")):
-                for kind, times in run(spec, base, 1, share, way).items():
-                    cells[way][kind] += times
+                for kind, counts in (("big", (1, 0)), ("small", (0, share))):
+                    times, cpu = run(spec, base, *counts, way)
+                    cells[way][kind] += times[kind]
+                    cells[way][f"{kind} cpu"].append(cpu / len(times[kind]))
     return cells
 
 
@@ -127,7 +139,11 @@ def report(cells: dict[str, dict[str, list[float]]], downloads: int, small: int)
           f"{mb_s['proxy'] / mb_s['direct']:6.2f}x")
     print(f"{'small request':24} {lat['direct']:16.2f} ms {lat['proxy']:15.2f} ms "
           f"{lat['proxy'] / lat['direct']:6.2f}x")
-    print(f"\nadded latency per request (median): {lat['proxy'] - lat['direct']:+.2f} ms")
+    cpu = {(way, kind): statistics.median(c[f"{kind} cpu"]) for way, c in cells.items() for kind in ("big", "small")}
+    print(f"{'loop CPU per download':24} {cpu['direct', 'big']:16.1f} ms {cpu['proxy', 'big']:15.1f} ms")
+    print(f"{'loop CPU per request':24} {cpu['direct', 'small']:16.2f} ms {cpu['proxy', 'small']:15.2f} ms")
+    print(f"\nadded latency per request (median): {lat['proxy'] - lat['direct']:+.2f} ms; loop's CPU is this "
+          "process's while the client ran (the proxy's threads, when proxied)")
 
 
 if __name__ == "__main__":
