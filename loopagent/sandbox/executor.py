@@ -106,7 +106,7 @@ class BwrapExecutor:
                 if self.spec.hosts_file:
                     resolve = proxy.resolver_for(proxy.read_hosts(self.spec.hosts_file))
                 assert self.spec.hosts is not None  # proxied
-                self.proxy = proxy.Proxy(self.spec.hosts, resolve)
+                self.proxy = proxy.Proxy(self.spec.hosts, resolve, self.spec.workspace)
             return self.proxy.open_door()
 
     def close(self) -> None:

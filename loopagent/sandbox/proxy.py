@@ -124,9 +124,11 @@ class Door:
 class Proxy:
     """The run's proxy: the rules, the resolver, and a private directory for the doors' sockets."""
 
-    def __init__(self, rules: HostRules, resolve: Resolver = system_resolver):
+    def __init__(self, rules: HostRules, resolve: Resolver = system_resolver, workspace: str = ""):
         self.rules, self.resolve = rules, resolve
-        self.dir = tempfile.mkdtemp(prefix="loop-net-")  # 0700: only loop's user can reach the doors
+        # 0700: only loop's user can reach the doors; never in the workspace, where a command could
+        # take a door's name before loop binds it.
+        self.dir = tempfile.mkdtemp(prefix="loop-net-", dir=socket_parent(workspace))
         self.doors: list[Door] = []
         self.count = 0
 
@@ -217,6 +219,13 @@ class Proxy:
             return refused or Verdict(False, "not in network_allow")
         addresses = [host] if is_address(host) else self.resolve(host, port)
         return self.rules.check(host, port, entry, addresses)
+
+
+def socket_parent(workspace: str) -> str:
+    """$TMPDIR, unless it lies in the workspace or is too long for a socket's path (108 bytes): /tmp."""
+    tmp = os.path.realpath(tempfile.gettempdir())
+    inside = workspace and (tmp + "/").startswith(os.path.realpath(workspace).rstrip("/") + "/")
+    return "/tmp" if inside or len(tmp) > 64 else tmp
 
 
 def handed(conn: socket.socket) -> socket.socket | None:

@@ -13,7 +13,7 @@ import pytest
 
 from loopagent.sandbox.bridge import HANDOVER
 from loopagent.sandbox.hosts import rules_from
-from loopagent.sandbox.proxy import Door, Proxy, read_hosts, resolver_for
+from loopagent.sandbox.proxy import Door, Proxy, read_hosts, resolver_for, socket_parent
 from tests.conftest import wait_for
 from tests.sandbox.origin import Origin
 
@@ -190,3 +190,18 @@ def test_a_call_refused_many_hosts_names_twenty_and_counts_the_rest(origin):
         assert lines[-1] == "network: blocked 5 more requests to other hosts"
     finally:
         proxy.close()
+
+
+def test_the_sockets_never_live_in_the_workspace(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "ws" / "tmp"))  # $TMPDIR inside the workspace
+    (tmp_path / "ws" / "tmp").mkdir(parents=True)
+    proxy = Proxy(rules_from(["pkg.test"]), workspace=str(tmp_path / "ws"))
+    try:
+        assert not proxy.open_door().path.startswith(str(tmp_path / "ws"))
+    finally:
+        proxy.close()
+    assert socket_parent("") == "/tmp"  # a path too long for a socket's name
+    monkeypatch.setattr(tempfile, "tempdir", "/var/tmp")
+    assert socket_parent(str(tmp_path / "ws")) == "/var/tmp"  # elsewhere, $TMPDIR is where it goes
