@@ -115,3 +115,25 @@ def test_a_failed_download_under_the_proxy_is_told_what_it_may_reach():
     note = wall_note("curl: (6) Could not resolve host: example.org", proxied, 6, "curl https://example.org")
     assert "only the hosts in network_allow" in note and "--allow-host HOST" in note
     assert "--allow-host" not in wall_note("Could not resolve host", SandboxSpec("workspace-write", "/ws"), 6)
+
+
+def test_the_bwrap_line_binds_the_door_sets_the_proxy_and_puts_the_bridge_first():
+    import sys
+
+    from loopagent.sandbox.bwrap import INSIDE_DOOR, bwrap_argv
+    from loopagent.sandbox.layout import Layout
+    from loopagent.sandbox.spec import SandboxSpec
+
+    spec = SandboxSpec("workspace-write", "/ws", hosts=rules_from(["pypi"]))
+    argv = bwrap_argv(spec, Layout(), ["bash", "-c", "pip install ."], door="/tmp/loop-net-x/1.sock")
+    assert "--unshare-net" in argv
+    i = argv.index("/tmp/loop-net-x/1.sock")
+    assert argv[i - 1:i + 2] == ["--ro-bind", "/tmp/loop-net-x/1.sock", INSIDE_DOOR]
+    env = {argv[k + 1]: argv[k + 2] for k, word in enumerate(argv) if word == "--setenv"}
+    for name in ("HTTP_PROXY", "https_proxy", "ALL_PROXY", "PIP_PROXY", "npm_config_https_proxy"):
+        assert env[name] == "http://127.0.0.1:3128"
+    assert env["NO_PROXY"] == env["no_proxy"] == "localhost,127.0.0.1,::1" and env["NODE_USE_ENV_PROXY"] == "1"
+    command = argv[argv.index("--") + 1:]
+    assert command[:4] == [sys.executable, "-I", "-S", "-c"] and "import loopagent" not in command[4]
+    assert command[5:] == [INSIDE_DOOR, "3128", "bash", "-c", "pip install ."]
+    assert "--setenv" not in bwrap_argv(spec, Layout(), ["true"])  # no door: the line as before
