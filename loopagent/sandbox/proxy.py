@@ -25,7 +25,8 @@ from loopagent.sandbox.hosts import HostRules, Verdict, is_address, normal
 HEAD_LIMIT = 64 * 1024  # a request head beyond this is no request a package tool sends
 HEAD_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 10.0
-CHUNK = 1024 * 1024  # bytes moved per splice
+CHUNK = 1024 * 1024  # bytes moved per splice once a connection has shown it carries a download
+PIPE_START = 64 * 1024  # a pipe's default size: what a small reply needs
 MAX_LINES = 20  # blocked hosts named in one call's result; the rest are counted
 MAX_OPEN = 256  # connections of one call served at once (two threads each); more wait in the backlog
 HOP_HEADERS = ("proxy-connection", "proxy-authorization", "connection", "keep-alive")
@@ -342,19 +343,21 @@ def spliced(src: socket.socket, dst: socket.socket) -> bool:
     kernel refuses to splice these sockets before a byte moved (the caller copies instead)."""
     r, w = os.pipe()
     try:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)  # else the default 64 KiB, in more calls
         s, d = src.fileno(), dst.fileno()
+        size = PIPE_START
         try:
-            n = os.splice(s, w, CHUNK)
+            n = os.splice(s, w, size)
         except OSError as exc:
             if exc.errno == errno.EINVAL:
                 return False
             raise
         while n:
+            if n == size < CHUNK:  # a download: a larger pipe, fewer calls (a small reply never pays for it)
+                with contextlib.suppress(OSError):
+                    size = fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, CHUNK)
             while n:
                 n -= os.splice(r, d, n)
-            n = os.splice(s, w, CHUNK)
+            n = os.splice(s, w, size)
         return True
     finally:
         os.close(r)
@@ -362,7 +365,7 @@ def spliced(src: socket.socket, dst: socket.socket) -> bool:
 
 
 def copied(src: socket.socket, dst: socket.socket) -> None:
-    buf = bytearray(CHUNK)
+    buf = bytearray(PIPE_START)
     view = memoryview(buf)
     while n := src.recv_into(buf):
         dst.sendall(view[:n])
