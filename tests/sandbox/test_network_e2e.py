@@ -101,7 +101,8 @@ def fetch(spec, port: int, tmp_path: Path) -> str:
     box = open_sandbox(spec, os.environ)
     code = (f"import urllib.request\ntry:\n print(urllib.request.urlopen('http://127.0.0.1:{port}/', timeout=10)"
             ".read().decode())\nexcept OSError as e:\n print('failed', e)")
-    started = box.executor.spawn([sys.executable, "-c", code], str(tmp_path), dict(os.environ))
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}  # the host's own, if any: not here
+    started = box.executor.spawn([sys.executable, "-c", code], str(tmp_path), env)
     try:
         out = started.proc.communicate(timeout=30)[0].decode()
     finally:
