@@ -135,6 +135,6 @@ def test_the_bwrap_line_binds_the_door_sets_the_proxy_and_puts_the_bridge_first(
     assert env["NO_PROXY"] == env["no_proxy"] == "localhost,127.0.0.1,::1" and env["NODE_USE_ENV_PROXY"] == "1"
     command = argv[argv.index("--") + 1:]
     imports = [line for line in command[4].splitlines() if line.startswith(("import ", "from "))]
-    assert command[:4] == [sys.executable, "-I", "-S", "-c"] and imports == ["import os", "import socket", "import sys"]
+    assert command[:4] == [sys.executable, "-I", "-S", "-c"] and imports == ["import _socket", "import os", "import sys"]
     assert command[5:] == [INSIDE_DOOR, "3128", "bash", "-c", "pip install ."]
     assert "--setenv" not in bwrap_argv(spec, Layout(), ["true"])  # no door: the line as before
