@@ -104,6 +104,29 @@ def main() -> None:
         server.kill()
         server.wait()
     report(cells, downloads, small)
+    starts = call_starts(10 if opts.quick else 30)
+    print(f"\na sandboxed `true`, median of {len(starts['none'])}: {statistics.median(starts['none']):.1f} ms without "
+          f"network, {statistics.median(starts['proxy']):.1f} ms with network_allow (the bridge's Python start)")
+
+
+def call_starts(runs: int) -> dict[str, list[float]]:
+    """Milliseconds of a whole sandboxed call of `true`, without network and behind the bridge, in turn."""
+    with tempfile.TemporaryDirectory(prefix="loop-bench-") as tmp:
+        boxes = {"none": open_sandbox(spec_from("workspace-write", Path(tmp), os.environ), os.environ),
+                 "proxy": open_sandbox(spec_from("workspace-write", Path(tmp), os.environ,
+                                                 hosts=rules_from(["pypi"])), os.environ)}
+        times: dict[str, list[float]] = {name: [] for name in boxes}
+        for i in range(runs + 1):
+            for name, box in boxes.items():
+                t = time.perf_counter()
+                started = box.executor.spawn(["true"], tmp, dict(os.environ))
+                started.proc.wait(timeout=60)
+                started.close()
+                if i:  # the first round warms the caches (and starts the proxy)
+                    times[name].append((time.perf_counter() - t) * 1000)
+        for box in boxes.values():
+            box.executor.close()
+    return times
 
 
 def measure(port: int, downloads: int, small: int) -> dict[str, dict[str, list[float]]]:
