@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"  # where shell commands may write
     sandbox_network: bool = False  # sandboxed commands may use the network
     sandbox_writable: list[str] = Field(default_factory=list)  # more writable dirs (user file, env, flags)
+    # Network by host (loopagent/sandbox/hosts.py, proxy.py): without sandbox_network, sandboxed commands
+    # reach these hosts (presets pypi, npm, debian, github) through loop's proxy; deny wins.
+    network_allow: list[str] = Field(default_factory=list)  # a project file's only narrows (intersection)
+    network_deny: list[str] = Field(default_factory=list)
+    network_hosts: str | None = None  # a hosts(5) file the proxy reads before DNS (a local mirror)
     stream_tools: bool | None = None  # stream requests with tools; unset: learned per server (servers.json)
     recover_text_calls: bool = True  # a tool call written into the reply's text becomes a tool call
     temperature: float | None = Field(None, ge=0)  # sent only when set
@@ -112,6 +117,22 @@ class Settings(BaseSettings):
 
         return check_hooks(value)
 
+    @field_validator("network_allow", "network_deny")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        from loopagent.sandbox.hosts import parse
+
+        for text in value:
+            parse(text)  # ValueError names the entry
+        return value
+
+    @field_validator("network_hosts")
+    @classmethod
+    def _hosts_file(cls, value: str | None) -> str | None:
+        if value is not None and not os.path.isfile(value):
+            raise ValueError(f"{value!r} is no file (give a hosts(5) file: ADDRESS NAME per line)")
+        return value
+
     @field_validator("prices", mode="before")
     @classmethod
     def _prices(cls, value: Any) -> Any:
@@ -157,7 +178,9 @@ ENV_VAR_KEYS = {var: name for name, var in ENV_KEYS.items()}
 USER_ONLY_VARS = frozenset(ENV_KEYS[name] for name in USER_ONLY)
 OLLAMA_URL = "http://127.0.0.1:11434"  # the base URL when provider is ollama and none is given
 RULE_LISTS = ("allow", "deny")
-ADDITIVE = ("allow", "deny", "env_allow")
+ADDITIVE = ("allow", "deny", "env_allow", "network_allow", "network_deny")
+FLAG_NAMES = {"network_allow": "--allow-host"}  # flags not named after their setting
+NARROWED = ("network_allow",)  # a project file's replaces the lists below it by their intersection
 
 def loop_home(environ: Mapping[str, str] | None = None) -> Path:
     """$LOOP_HOME, default ~/.loop."""
@@ -293,7 +316,7 @@ def load_config(workspace: Path, cli: dict, environ: Mapping[str, str] | None = 
     validate(env_values, lambda key: env_source.origin(key))
     layer(config, values, env_values, env_source.origin, None, "env")
     cli = {k: v for k, v in cli.items() if v is not None}
-    validate(cli, lambda key: f"--{key.replace('_', '-')}")
+    validate(cli, lambda key: FLAG_NAMES.get(key, f"--{key.replace('_', '-')}"))
     layer(config, values, cli, lambda key: "command line", None, "flag")
     force_plan(config, values, allowed)
     if values.get("provider") == "ollama" and "base_url" not in values:  # Ollama's port, not llama.cpp's
@@ -319,7 +342,7 @@ def layer(config: Config, values: dict[str, Any], new: dict[str, Any], origin, s
     """Put one source's values over the weaker ones; additive lists add up."""
     for key, value in new.items():
         config.origins[key] = kind
-        if key in ADDITIVE:
+        if key in ADDITIVE and not (kind == "project" and key in NARROWED):
             values[key] = list(values.get(key, [])) + [v for v in value if v not in values.get(key, [])]
             prior = config.sources[key]
             config.sources[key] = origin(key) if prior == "default" else f"{prior}; {origin(key)}"

@@ -21,6 +21,7 @@ USER_ONLY = {
 PROJECT_TIGHTENS = {
     "approval": "stricter", "deny": "add", "checkpoints": "enable",
     "sandbox": "stricter sandbox", "sandbox_network": "disable", "lsp": "disable",
+    "network_allow": "narrow", "network_deny": "add",  # network by host: the intersection with the user's
     **{name: "lower" for name in (
         "max_steps", "max_tokens_total", "ctx_size", "max_tokens", "retries", "connect_timeout",
         "read_timeout", "first_token_timeout", "shell_timeout", "instructions_max_bytes", "timeout",
@@ -56,6 +57,13 @@ def tighten_only(values: dict[str, Any], where, current, warnings: list[str]) ->
             kept[key] = value
         elif how == "disable" and new is False:
             kept[key] = value
+        elif how == "narrow":
+            from loopagent.sandbox.hosts import narrow
+
+            kept[key], dropped = narrow(old, new)
+            if dropped:
+                warnings.append(f'{where(key)}: ignored "{key}" entries {json.dumps(dropped)}; a project file '
+                                "may only narrow the user's network_allow")
         else:
             shown = "***" if key == "api_key" else json.dumps(shown_value(key, value))
             why = ("a project file may only tighten (stricter approval or sandbox, more deny rules, lower limits)"

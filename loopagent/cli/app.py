@@ -121,6 +121,10 @@ Check = Annotated[str | None, typer.Option(
          "The run is done only when it passes (else exit 5).")]
 CheckRetries = Annotated[int | None, typer.Option(
     "--check-retries", metavar="N", help="How often a failing check goes back to the model. [default: 2]")]
+AllowHost = Annotated[list[str] | None, typer.Option(
+    "--allow-host", metavar="HOST",
+    help="Let sandboxed commands reach HOST (*.DOMAIN, HOST:PORT, or pypi, npm, debian, github) through "
+         "loop's proxy; repeatable, added to network_allow.")]
 Timeout = Annotated[float | None, typer.Option(
     "--timeout", metavar="SECONDS", help="Wall-clock limit of the run (status time_limit, exit 3). [default: none]")]
 # Output for programs (loopagent/output/)
@@ -175,6 +179,7 @@ def agent(
     sandbox: Sandbox = None,
     no_lsp: Annotated[bool, typer.Option("--no-lsp", help="No language-server diagnostics after edits.")] = False,
     network: Annotated[bool, typer.Option("--network", help="Let sandboxed shell commands use the network.")] = False,
+    allow_host: AllowHost = None,
     provider: Annotated[str | None, typer.Option(
         "--provider", metavar="NAME",
         help=f"openai (any chat-completions server) or ollama (native /api/chat). {default('provider')}")] = None,
@@ -197,6 +202,7 @@ def agent(
         mcp_servers=mcp_servers_of(mcp_config, json_out), check=check, check_retries=check_retries, timeout=timeout,
         output_schema=str(output_schema.resolve()) if output_schema else None,
         lsp=False if no_lsp else None,
+        network_allow=list(allow_host) if allow_host else None,
     )
     root, why = find_workspace(workspace, Path.cwd())
     text = " ".join(task) if task else piped_task(getattr(sys.stdin, "buffer", None))

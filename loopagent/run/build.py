@@ -100,11 +100,13 @@ class Built:
     output: Any = None  # --output-schema: the OutputSchema the final answer must satisfy (loopagent/output/)
 
     def close(self) -> None:
-        """End what the run started outside the loop: the MCP servers' and language servers' processes."""
+        """End what the run started outside the loop: the MCP servers' and language servers' processes, the
+        network proxy."""
         if self.mcp is not None:
             self.mcp.close()
         if self.lsp is not None:
             self.lsp.close()
+        self.tools.executor.close()
 
     @property
     def settings(self) -> Settings:

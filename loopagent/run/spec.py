@@ -26,6 +26,7 @@ class Flags:
     checkpoints: bool | None = None
     sandbox: str | None = None
     sandbox_network: bool | None = None
+    network_allow: list[str] | None = None  # --allow-host HOST, repeatable: added to the user file's
     provider: str | None = None
     mcp_servers: dict[str, Any] | None = None  # from --mcp-config FILE
     check: str | None = None

@@ -12,9 +12,13 @@ from loopagent.sandbox.spec import SandboxSpec
 ISOLATION = ("--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc",
              "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL")
 
+INSIDE_DOOR = "/tmp/.loop-proxy.sock"  # where the call's proxy socket is bound, in the private /tmp
 
-def bwrap_argv(spec: SandboxSpec, layout: Layout, command: list[str], bwrap: str = "bwrap") -> list[str]:
-    """`bwrap OPTIONS -- command`: later mounts cover earlier ones, so the walls come last."""
+
+def bwrap_argv(spec: SandboxSpec, layout: Layout, command: list[str], bwrap: str = "bwrap",
+               door: str | None = None) -> list[str]:
+    """`bwrap OPTIONS -- command`: later mounts cover earlier ones, so the walls come last. With `door`
+    (the proxy's socket for this call) the command runs behind the bridge, the proxy variables set."""
     argv = [bwrap, *ISOLATION]
     if not spec.network:
         argv.append("--unshare-net")
@@ -35,6 +39,13 @@ def bwrap_argv(spec: SandboxSpec, layout: Layout, command: list[str], bwrap: str
         argv += empty_dir(path)
     for path in layout.hide_files:
         argv += ["--ro-bind", "/dev/null", path]
+    if door is not None:
+        from loopagent.sandbox.network import bridged, proxy_env
+
+        argv += ["--ro-bind", door, INSIDE_DOOR]
+        for name, value in proxy_env().items():
+            argv += ["--setenv", name, value]
+        command = bridged(INSIDE_DOOR, command)
     for path in spec.private:
         argv += ["--remount-ro", path]
     argv += ["--chdir", spec.workspace, "--", *command]

@@ -9,26 +9,38 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopagent.sandbox.containment import become_subreaper
 from loopagent.sandbox.layout import Layout, place_stubs, remove_mount_points, survey
 from loopagent.sandbox.spec import SandboxSpec
 from loopagent.sandbox.walls import wall_note
 
+if TYPE_CHECKING:
+    from loopagent.sandbox.proxy import Door, Proxy
+
 
 @dataclass
 class Started:
-    """A running call: its process, and the mount points to remove once it is over."""
+    """A running call: its process, the mount points to remove once it is over, its proxy door."""
 
     proc: subprocess.Popen
     mount_points: tuple[str, ...] = ()
+    door: Door | None = None
 
     def close(self) -> None:
-        """Remove the empty files and dirs bwrap made on the host to mount over."""
+        """Remove the empty files and dirs bwrap made on the host to mount over; close the proxy door."""
         remove_mount_points(self.mount_points)
+        if self.door is not None:
+            self.door.close()
+
+    def blocked(self) -> list[str]:
+        """`network: blocked HOST (why)` for each host the proxy refused this call."""
+        return self.door.lines() if self.door is not None else []
 
 
 @dataclass
@@ -52,6 +64,9 @@ class PlainExecutor:
         """A note for a failed command's result: which wall it hit (none here)."""
         return None
 
+    def close(self) -> None:
+        """End what the executor started for the run (nothing here)."""
+
 
 @dataclass
 class BwrapExecutor:
@@ -60,6 +75,8 @@ class BwrapExecutor:
     spec: SandboxSpec
     bwrap: str = "bwrap"
     last: Layout = field(default_factory=Layout)
+    proxy: Proxy | None = None  # started by the first call that needs it, closed with the run
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def describe(self) -> str:
         return self.spec.describe()
@@ -67,14 +84,37 @@ class BwrapExecutor:
     def spawn(self, argv: list[str], cwd: str, env: Mapping[str, str]) -> Started:
         from loopagent.sandbox.bwrap import bwrap_argv
 
+        door = self.open_door() if self.spec.proxied else None
         self.last = survey(self.spec)
         place_stubs(self.last)
         try:
-            proc = popen(bwrap_argv(self.spec, self.last, argv, self.bwrap), cwd, env)
+            proc = popen(bwrap_argv(self.spec, self.last, argv, self.bwrap, door.path if door else None), cwd, env)
         except OSError:
             remove_mount_points(self.last.mount_points())
+            if door is not None:
+                door.close()
             raise
-        return Started(proc, self.last.mount_points())
+        return Started(proc, self.last.mount_points(), door)
+
+    def open_door(self) -> Door:
+        """This call's socket into the proxy, the proxy started first when this is the first call."""
+        from loopagent.sandbox import proxy
+
+        with self.lock:
+            if self.proxy is None:
+                resolve = proxy.system_resolver
+                if self.spec.hosts_file:
+                    resolve = proxy.resolver_for(proxy.read_hosts(self.spec.hosts_file))
+                assert self.spec.hosts is not None  # proxied
+                self.proxy = proxy.Proxy(self.spec.hosts, resolve, self.spec.workspace)
+            return self.proxy.open_door()
+
+    def close(self) -> None:
+        """End the proxy, if a call started it."""
+        with self.lock:
+            if self.proxy is not None:
+                self.proxy.close()
+                self.proxy = None
 
     def note(self, output: str, exit_code: int | None = None, command: str = "") -> str | None:
         return wall_note(output, self.spec, exit_code, command)
@@ -98,9 +138,20 @@ class ReadOnlyWhen:
 
     normal: PlainExecutor | BwrapExecutor
     now: Callable[[], bool]
+    walled: PlainExecutor | BwrapExecutor | None = None  # `normal` read-only, made once: its proxy is closed too
 
     def current(self) -> PlainExecutor | BwrapExecutor:
-        return read_only(self.normal) if self.now() else self.normal
+        if not self.now():
+            return self.normal
+        if self.walled is None:
+            self.walled = read_only(self.normal)
+        return self.walled
+
+    def close(self) -> None:
+        """End what either executor started for the run (the network proxy)."""
+        self.normal.close()
+        if self.walled is not None and self.walled is not self.normal:
+            self.walled.close()
 
     def describe(self) -> str:
         return self.current().describe()

@@ -7,6 +7,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from loopagent.sandbox.hosts import HostRules
 
 MODES = ("off", "workspace-write", "read-only")  # weakest first: a project file may only move right
 
@@ -37,6 +41,14 @@ class SandboxSpec:
     through_tmp: tuple[str, ...] = ()
     proc: bool = True  # a fresh /proc; False when the kernel refuses one (then /proc is empty)
     disable_userns: bool = True  # no nested user namespaces (where bwrap and the kernel allow it)
+    # network_allow/network_deny: without `network`, a proxy outside lets commands reach these hosts only
+    hosts: HostRules | None = None
+    hosts_file: str | None = None  # network_hosts: names pinned to addresses for the proxy (hosts(5))
+
+    @property
+    def proxied(self) -> bool:
+        """Whether calls go through the allowlist proxy (hosts allowed, the network not wholly on)."""
+        return self.hosts is not None and bool(self.hosts.allow) and not self.network
 
     def describe(self) -> str:
         """One phrase for the approval prompt and `loop config`: what a command may touch."""
@@ -45,12 +57,13 @@ class SandboxSpec:
         where = "workspace read-only" if self.mode == "read-only" else "workspace writable"
         if self.mode == "workspace-write" and self.writable:
             where += f" (+{len(self.writable)} more dir{'s' if len(self.writable) > 1 else ''})"
-        net = "network on" if self.network else "no network"
+        net = "network on" if self.network else self.hosts.describe() if self.proxied else "no network"
         return f"sandboxed: {where}, {net}" + ("" if self.proc else ", no /proc")
 
 
 def spec_from(mode: str, workspace: Path, environ: Mapping[str, str], network: bool = False,
-              writable: list[str] | tuple[str, ...] = ()) -> SandboxSpec:
+              writable: list[str] | tuple[str, ...] = (), hosts: HostRules | None = None,
+              hosts_file: str | None = None) -> SandboxSpec:
     """The spec for `workspace`, with $LOOP_HOME and the secret stores of $HOME hidden."""
     root = os.path.realpath(workspace)
     home = environ.get("HOME") or os.path.expanduser("~")
@@ -70,7 +83,8 @@ def spec_from(mode: str, workspace: Path, environ: Mapping[str, str], network: b
     if network and resolver != "/etc/resolv.conf" and os.path.isfile(resolver) and under(resolver, private):
         through += (resolver,)
     return SandboxSpec(mode=mode, workspace=root, network=network, writable=tuple(extra),
-                       hidden=tuple(dict.fromkeys(hidden)), private=private, through_tmp=through)
+                       hidden=tuple(dict.fromkeys(hidden)), private=private, through_tmp=through,
+                       hosts=hosts, hosts_file=hosts_file)
 
 
 def private_dirs() -> tuple[str, ...]:
@@ -104,5 +118,9 @@ def programs_under_tmp(environ: Mapping[str, str], private: tuple[str, ...] = ()
 
 
 def spec_from_settings(settings, workspace: Path, environ: Mapping[str, str]) -> SandboxSpec:
-    """The spec from `sandbox`, `sandbox_network` and `sandbox_writable`."""
-    return spec_from(settings.sandbox, workspace, environ, settings.sandbox_network, settings.sandbox_writable)
+    """The spec from `sandbox`, `sandbox_network`, `sandbox_writable` and the network_* settings."""
+    from loopagent.sandbox.hosts import rules_from
+
+    hosts = rules_from(settings.network_allow, settings.network_deny)
+    return spec_from(settings.sandbox, workspace, environ, settings.sandbox_network, settings.sandbox_writable,
+                     hosts, settings.network_hosts)

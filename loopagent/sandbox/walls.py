@@ -24,7 +24,7 @@ def wall_note(output: str, spec: SandboxSpec, exit_code: int | None = None, comm
         notes.append(write_note(output, spec))
     if not spec.network:
         if any(sign in output for sign in NETWORK_SIGNS) or quiet_network_failure(command, exit_code):
-            notes.append("the sandbox has no network; the user can allow it with --network")
+            notes.append(network_note(spec))
         elif any(sign in output for sign in LOCAL_NETWORK_SIGNS):
             notes.append("the sandbox has no network, not even to servers on this machine outside the "
                          "command; the user can allow it with --network")
@@ -34,6 +34,14 @@ def wall_note(output: str, spec: SandboxSpec, exit_code: int | None = None, comm
     if not notes:
         return None
     return "[sandbox] " + "; ".join(notes) + "."
+
+
+def network_note(spec: SandboxSpec) -> str:
+    if spec.proxied:
+        return ("the sandbox reaches only the hosts in network_allow, through loop's proxy (HTTP_PROXY and "
+                "HTTPS_PROXY are set; a program that ignores them gets no network); the user can add a host "
+                "with --allow-host HOST, or allow all with --network")
+    return "the sandbox has no network; the user can allow it with --network"
 
 
 def quiet_network_failure(command: str, exit_code: int | None) -> bool:

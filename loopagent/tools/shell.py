@@ -63,7 +63,10 @@ def execute(command: str, ctx: ToolContext, timeout: float, output: Output) -> t
     output.stop.set()
     reader.join()
     proc.stdout.close()
-    return outcome, proc.returncode, tripped(git_before, ctx)
+    blocked = [ctx.redact(line) for line in started.blocked()]  # the hosts the proxy refused this call
+    for line in blocked:
+        ctx.warn(line)
+    return outcome, proc.returncode, "\n".join(filter(None, [tripped(git_before, ctx), *blocked]))
 
 
 def tripped(before: Any, ctx: ToolContext) -> str:
