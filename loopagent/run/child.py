@@ -139,8 +139,10 @@ class Child:
         registry = Registry(tools)
         policy = Policy(mode, p.rules, p.root, sandbox=p.sandbox, sandbox_problem=p.sandbox_problem,
                         resolve=p.resolve, tools=registry.specs(), floor=mode)
-        normal = ctx.executor.normal if isinstance(ctx.executor, ReadOnlyWhen) else ctx.executor
-        context = replace(ctx, executor=ReadOnlyWhen(normal, lambda: policy.mode == "plan"), may_read=policy.may_read,
+        # the parent's executors, so what they start (the network proxy) ends with the parent's run
+        shared = ctx.executor if isinstance(ctx.executor, ReadOnlyWhen) else ReadOnlyWhen(ctx.executor, bool)
+        executor = ReadOnlyWhen(shared.normal, lambda: policy.mode == "plan", shared.walled)
+        context = replace(ctx, executor=executor, may_read=policy.may_read,
                           explicitly_allows=policy.explicitly_allows, steps_left=None, tokens_left=None, approver=None)
         steps = min(n for n in (ctx.steps_left, self.agent_def.max_steps, settings.max_steps) if n is not None)
         limits = Limits(max_steps=steps, max_tokens_total=ctx.tokens_left, max_nudges=0, check_retries=0)

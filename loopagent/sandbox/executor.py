@@ -140,12 +140,12 @@ class ReadOnlyWhen:
     now: Callable[[], bool]
     walled: PlainExecutor | BwrapExecutor | None = None  # `normal` read-only, made once: its proxy is closed too
 
-    def current(self) -> PlainExecutor | BwrapExecutor:
-        if not self.now():
-            return self.normal
+    def __post_init__(self) -> None:
         if self.walled is None:
             self.walled = read_only(self.normal)
-        return self.walled
+
+    def current(self) -> PlainExecutor | BwrapExecutor:
+        return self.walled if self.now() else self.normal  # type: ignore[return-value]
 
     def close(self) -> None:
         """End what either executor started for the run (the network proxy)."""
