@@ -331,7 +331,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     from loopagent.policy import policy_for
     from loopagent.policy.rules import check_rules
     from loopagent.prices import pricer
-    from loopagent.prompt import system_prompt, with_skills
+    from loopagent.prompt import COMPACT_BELOW, system_prompt, with_skills
     from loopagent.run import discovery
     from loopagent.sandbox import ReadOnlyWhen, open_sandbox, spec_from_settings
     from loopagent.tools import Registry, ToolContext, default_tools
@@ -368,7 +368,11 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     hooks = hooks_for(settings, workspace.root, env)
     children = children_for(host, opts.workspace)
     skills, skill_tools, catalog = skills_for(opts.workspace, host, settings.ctx_size)
-    registry = Registry([*builtin, *skill_tools, *mcp_tools_of(hub, host), Task(children)])
+    # a window under COMPACT_BELOW (llama.cpp's default 2,048) cannot spare ~400 tokens of every request for
+    # a checklist and delegation: it gets the six core tools, as before those two existed
+    roomy = settings.ctx_size >= COMPACT_BELOW
+    registry = Registry([*(t for t in builtin if roomy or t.name != "todo_write"), *skill_tools,
+                         *mcp_tools_of(hub, host), *([Task(children)] if roomy else [])])
     printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
     listeners = [*(listeners or ()), *telemetry(settings, environ, sandbox, registry, redactor, host)]
     approver = None if headless else approver_for(renderer, sandbox, host)

@@ -137,6 +137,8 @@ def test_small_window_from_the_server_gets_the_compact_prompt_and_a_fitting_repl
         assert "512" in note
         assert session(out)["ctx_size"] == 2048
         assert out[-1]["status"] == "completed"
+        offered = [t["function"]["name"] for t in first["tools"]]  # no room for a checklist or delegation
+        assert offered == ["read_file", "list_files", "grep", "write_file", "edit_file", "shell"]
 
 
 def test_a_normal_window_keeps_the_full_prompt_and_max_tokens(run_loop, ws):
@@ -144,6 +146,7 @@ def test_a_normal_window_keeps_the_full_prompt_and_max_tokens(run_loop, ws):
         run(run_loop, srv, ws)
         system = srv.requests[0]["messages"][0]["content"]
         assert system.startswith(RULES) and srv.requests[0]["max_tokens"] == 4096
+        assert {"todo_write", "task"} <= {t["function"]["name"] for t in srv.requests[0]["tools"]}
 
 
 def test_junk_from_the_server_is_ignored(run_loop, ws):
