@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from loopagent.cli import config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, state_cmd
+from loopagent.cli import acp_cmd, config_cmd, eval_cmd, export_cmd, mcp_cmd, replay_cmd, state_cmd
 from loopagent.cli.shell_words import approval_modes, session_ids
 
 app = typer.Typer(
@@ -240,6 +240,7 @@ mcp_cmd.register(app)  # mcp list
 export_cmd.register(app)  # export
 replay_cmd.register(app)  # replay
 eval_cmd.register(app)  # eval
+acp_cmd.register(app)  # acp
 
 
 def explain(exc: typer.TyperException) -> int:

@@ -113,14 +113,15 @@ class Built:
         JSON printer or the terminal); with a session, the diagnostics on stderr; last the checkpoint
         recorder, whose snapshot after a call is taken once that call's end is recorded and shown.
         """
+        shown = tuple(out for out in (self.printer or self.renderer,) if out is not None)  # none: loop acp
         if rec is None:
-            return (self.hooks.observe, *self.listeners, self.printer or self.renderer)
+            return (self.hooks.observe, *self.listeners, *shown)
         from loopagent.render.notes import StderrNotes
         from loopagent.run.record import Relabel
 
         session = (rec.writer, Relabel(rec)) if rec.unnamed else (rec.writer,)
         checkpoints = () if rec.checkpoints is None else (rec.checkpoints,)
-        return (*session, self.hooks.observe, *self.listeners, self.printer or self.renderer, StderrNotes(),
+        return (*session, self.hooks.observe, *self.listeners, *shown, StderrNotes(),
                 *checkpoints)
 
     def assemble(self, rec: Recording | None = None) -> Agent:
@@ -274,8 +275,10 @@ def check_for(settings: Settings, tools, none):
     return Check(settings.check, tools, settings.check_timeout)
 
 
-def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener] | None = None) -> Built:
+def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener] | None = None,
+            attended: Any = None) -> Built:
     """What an agent for `opts` from `config` is made of, taking from the process only what `host` holds.
+    `attended`: the approver of a front-end that asks and shows in its own way (loop acp; see `open_run`).
 
     Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
     `host.err`, once, before anything runs.
@@ -308,17 +311,18 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
         print(f"loop: warning: {printable(warning)}", file=host.err)
     if sandbox.verdict:  # unavailable, off or degraded: said once, before anything runs
         print(f"loop: {sandbox.verdict}", file=host.err)
-    interactive = not opts.task and not opts.json and host.stdin_tty and host.stdout_tty
-    if not opts.task and not interactive and not opts.resume and not opts.fork:
+    interactive = attended is None and not opts.task and not opts.json and host.stdin_tty and host.stdout_tty
+    if not opts.task and not interactive and attended is None and not opts.resume and not opts.fork:
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
-    headless = opts.json or not host.stdin_tty
+    headless = attended is None and (opts.json or not host.stdin_tty)
     fitted = discovery.fit(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     settings = fitted.settings
     env, redactor = scrub_secrets(settings, environ)
     hooks = hooks_for(settings, workspace.root, env)
     registry = Registry([*builtin, *mcp_tools_of(hub, host)])
-    printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
-    approver = None if headless else approver_for(renderer, sandbox, host)
+    # calls are shown by what their tools do; an attended front-end shows them itself
+    printer, renderer = output(opts, host, registry.specs()) if attended is None else (None, None)
+    approver = attended if attended is not None else None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
                         executor=sandbox.executor, may_read=policy.may_read, explicitly_allows=policy.explicitly_allows)

@@ -1,0 +1,78 @@
+"""`loop acp` as a process: the protocol alone on stdout, diagnostics on stderr and in $LOOP_HOME/logs/.
+
+Before anything else runs, the protocol's descriptors are taken aside and fd 1 is pointed at stderr and
+fd 0 at /dev/null: a stray print, a warning, or a child process (an MCP server, a hook) writing to
+"stdout" or reading "stdin" can never corrupt or steal a protocol message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import IO
+
+from loopagent.acp.agent import Defaults, LoopAgent
+
+STREAM_LIMIT = 50 * 1024 * 1024  # one protocol line: an embedded resource may be a whole file
+
+
+def take_stdio() -> tuple[IO[bytes], IO[bytes]]:
+    """(protocol in, protocol out): private duplicates of fds 0 and 1, which now lead elsewhere."""
+    sys.stdout.flush()
+    proto_in, proto_out = os.dup(0), os.dup(1)
+    os.dup2(2, 1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return os.fdopen(proto_in, "rb", buffering=0), os.fdopen(proto_out, "wb", buffering=0)
+
+
+def start_logging(home: Path) -> None:
+    """Warnings and errors (the SDK's included) to stderr and to $LOOP_HOME/logs/acp.log."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    try:
+        (home / "logs").mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(home / "logs" / "acp.log", encoding="utf-8"))
+    except OSError as exc:
+        print(f"loop: acp: no log file in {home / 'logs'}: {exc.strerror or exc}", file=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s loop acp %(levelname)s %(message)s",
+                        handlers=handlers, force=True)
+
+
+async def streams(proto_in: IO[bytes], proto_out: IO[bytes]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, proto_out)
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def serve_streams(agent: LoopAgent, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answer one client until it closes the connection, then end every session."""
+    from acp.agent.connection import AgentSideConnection
+
+    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    try:
+        await conn.listen()
+    finally:
+        await agent.close()
+        await asyncio.shield(conn.close())
+
+
+def serve(defaults: Defaults, home: Path) -> int:
+    """Run `loop acp` on this process's stdio until the client hangs up; the exit code."""
+    proto_in, proto_out = take_stdio()
+    start_logging(home)
+
+    async def main() -> None:
+        reader, writer = await streams(proto_in, proto_out)
+        await serve_streams(LoopAgent(defaults), reader, writer)
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        return 130
+    return 0

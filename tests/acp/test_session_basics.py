@@ -1,0 +1,59 @@
+"""initialize, session/new and a text turn through the SDK's client, in process against the fake server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from acp import RequestError, schema
+
+from loopagent.acp.agent import Defaults
+from loopagent.run.spec import Flags
+from tests.acp.harness import in_process
+from tests.fakeserver import FakeServer, text
+
+
+def defaults(server: FakeServer, **flags) -> Defaults:
+    return Defaults(Flags(base_url=server.url, ctx_size=16384, **flags))
+
+
+def test_initialize_new_session_and_a_text_turn(server: FakeServer, workspace: Path, loop_home: Path) -> None:
+    server.add(text("Hello from loop."))
+
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, client, _):
+            init = await conn.initialize(protocol_version=1)
+            assert init.protocol_version == 1
+            assert init.agent_capabilities.load_session is True
+            assert init.agent_capabilities.prompt_capabilities.embedded_context is True
+            assert init.agent_capabilities.mcp_capabilities.http is False
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            assert [m.id for m in new.modes.available_modes][:3] == ["ask", "edits", "all"]
+            assert new.modes.current_mode_id == "edits"
+            answer = await conn.prompt(session_id=new.session_id,
+                                       prompt=[schema.TextContentBlock(type="text", text="say hello")])
+            assert answer.stop_reason == "end_turn"
+            assert client.text() == "Hello from loop."
+            assert "available_commands_update" in client.kinds()
+            # the id is loop's session id: the file is there, holding the turn
+            files = list((loop_home / "sessions").rglob(f"{new.session_id}.jsonl"))
+            assert len(files) == 1
+            lines = [json.loads(line) for line in files[0].read_text().splitlines()]
+            assert any(line.get("role") == "user" and line.get("content") == "say hello" for line in lines)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+@pytest.mark.parametrize("cwd", ["relative/dir", "/no/such/directory"])
+def test_a_bad_cwd_is_a_json_rpc_error(server: FakeServer, cwd: str) -> None:
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, _, _):
+            await conn.initialize(protocol_version=1)
+            with pytest.raises(RequestError) as caught:
+                await conn.new_session(cwd=cwd, mcp_servers=[])
+            assert caught.value.code == -32602
+            assert "cwd" in json.dumps(caught.value.data)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
