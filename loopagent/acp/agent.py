@@ -109,11 +109,15 @@ class LoopAgent:
         except (UsageError, SessionError, ValueError) as exc:
             raise RequestError.invalid_params({"details": str(exc)}) from None
         self.sessions[session.id] = session
+        # posted now, sent just after the answer that tells the client the session's id
         session.post(content.available(session.run.rec.home or workspace, workspace))
         return session
 
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> schema.SetSessionModeResponse:
-        self.session(session_id).set_mode(mode_id)
+        session = self.session(session_id)
+        session.set_mode(mode_id)
+        assert session.outbox is not None
+        await session.outbox.flush()  # current_mode_update, then the answer
         return schema.SetSessionModeResponse()
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> schema.PromptResponse:

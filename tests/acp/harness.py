@@ -114,6 +114,16 @@ class Client:
         return [u for u in self.updates if u.session_update == "tool_call_update" and u.tool_call_id == call_id]
 
 
+async def until(condition: Callable[[], Any], timeout: float = 20) -> None:
+    """Poll `condition` on the event loop until it holds; fail at `timeout`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
 FS = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True))
 
 

@@ -12,7 +12,7 @@ from acp import schema
 
 from loopagent.acp.agent import Defaults
 from loopagent.run.spec import Flags
-from tests.acp.harness import in_process
+from tests.acp.harness import in_process, until
 from tests.conftest import where_shells_run
 from tests.fakeserver import FakeServer, Reply, text, text_events, tools
 
@@ -33,13 +33,6 @@ def running(marker: str) -> list[int]:
         except OSError:
             continue
     return found
-
-
-async def until(condition, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def cancelled_turn(conn, client, sid: str, ready) -> float:
