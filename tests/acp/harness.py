@@ -152,16 +152,41 @@ async def in_process(defaults: Any) -> AsyncIterator[tuple[ClientSideConnection,
 @asynccontextmanager
 async def subprocess_agent(home: Path, *args: str) -> AsyncIterator[tuple[ClientSideConnection, Client, Validator,
                                                                            Any]]:
-    """The real `loop acp` entry point in a subprocess, stdio piped."""
+    """The real `loop acp` entry point in a subprocess, stdio piped. Every line it writes on stdout is
+    checked to be JSON before the SDK reads it (the SDK would skip a stray line), kept in `validator.lines`."""
+    import json
     import sys
-
-    from acp import spawn_agent_process
 
     client, validator = Client(), Validator()
     home.mkdir(parents=True, exist_ok=True)
     with (home / "acp-stderr.txt").open("wb") as stderr:
-        async with spawn_agent_process(client, sys.executable, "-m", "loopagent", "acp", *args, env=clean_env(home),
-                                       transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": 10},
-                                       observers=[validator]) as (conn, process):
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "loopagent", "acp", *args, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=stderr, env=clean_env(home), limit=50 * 1024 * 1024)
+        reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+
+        async def tee() -> None:
+            while line := await process.stdout.readline():
+                try:
+                    json.loads(line)
+                except ValueError:
+                    validator.failures.append(f"not a protocol line on stdout: {line[:200]!r}")
+                reader.feed_data(line)
+            reader.feed_eof()
+
+        teeing = asyncio.create_task(tee())
+        conn = ClientSideConnection(client, process.stdin, reader, observers=[validator])
+        try:
             yield conn, client, validator, process
+        finally:
+            await conn.close()
+            process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 20)
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            await asyncio.wait_for(teeing, 5)
+    assert process.returncode == 0, (home / "acp-stderr.txt").read_text()
     assert not validator.failures, validator.failures

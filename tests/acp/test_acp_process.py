@@ -1,0 +1,51 @@
+"""The real `loop acp` entry point in a subprocess, driven by the SDK's client: nothing but protocol on its
+stdout (every line checked by the harness; diagnostics on stderr and in $LOOP_HOME/logs/), and the client's
+stdio MCP server joining the run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from acp import schema
+
+from tests.acp.harness import subprocess_agent
+from tests.conftest import where_shells_run
+from tests.fakeserver import FakeServer, text, tools
+
+MCP_SERVER = str(Path(__file__).resolve().parent.parent / "mcpserver.py")
+
+
+def test_the_clients_mcp_server_joins_and_only_protocol_is_on_stdout(
+        server: FakeServer, workspace: Path, loop_home: Path, tmp_path: Path) -> None:
+    # a project file that tries to loosen the mode: ignored, with a warning, which must not reach stdout
+    (workspace / ".loop").mkdir()
+    (workspace / ".loop" / "config.json").write_text(json.dumps({"approval": "all"}))
+    marker = tmp_path / "mcp-started"
+    server.add(tools(("mcp__notes__read_note", {"name": "groceries"})), text("Milk."))
+
+    async def main() -> None:
+        async with subprocess_agent(loop_home, "--base-url", server.url, "--ctx-size", "16384",
+                                    *where_shells_run()) as (conn, client, validator, _):
+            await conn.initialize(protocol_version=1)
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[schema.McpServerStdio(
+                name="notes", command=sys.executable, args=[MCP_SERVER],
+                env=[schema.EnvVariable(name="MARKER", value=str(marker))])])
+            assert new.modes.current_mode_id == "edits"
+            client.answers = ["allow_once"]
+            answer = await conn.prompt(session_id=new.session_id,
+                                       prompt=[schema.TextContentBlock(type="text", text="what to buy?")])
+            assert answer.stop_reason == "end_turn"
+            (call,) = client.calls()
+            assert call.kind == "other"
+            assert client.progress(call.tool_call_id)[-1].status == "completed"
+            assert "buy milk" in client.progress(call.tool_call_id)[-1].content[0].content.text
+            assert validator.count > 5
+
+    asyncio.run(asyncio.wait_for(main(), 90))
+    assert marker.exists()  # the client's server was started, and the run used it
+    stderr = (loop_home / "acp-stderr.txt").read_text()
+    assert "ignored \"approval\"" in stderr  # diagnostics on stderr; every stdout line was JSON-RPC (harness)
+    assert (loop_home / "logs").is_dir()
