@@ -1,7 +1,7 @@
 """A prompt's content blocks as the user message loop sends, and the slash commands an editor offers.
 
-Text is taken as typed; a resource link becomes `@path` (relative inside the workspace, as the REPL's
-mentions), which the model reads with its tools; an embedded resource's text is attached below the
+Text is taken as typed; a resource link becomes `@path` (relative inside the workspace), which is then
+attached as the REPL attaches a mention (session.py); an embedded resource's text is attached below the
 message with its URI. The commands are the prompt templates (cli/repl/templates.py) and the few
 REPL commands that make sense beside an editor (checkpoints and undo).
 """

@@ -111,6 +111,16 @@ class Session:
             return None
         return None if data is None else data.decode("utf-8", errors="replace")
 
+    def with_mentions(self, text: str) -> str:
+        """`text` with each `@path` attached as the REPL attaches it (a real read_file, confined and judged);
+        blocking: the editor may serve the file."""
+        from loopagent.cli.repl.mentions import attach, with_attachments
+
+        attached = attach(self.run.agent, text)
+        for note in attached.notes:
+            log.info("%s", note)
+        return with_attachments(text, attached)
+
     # -- modes --------------------------------------------------------------------------------------
 
     @property

@@ -139,6 +139,7 @@ def test_resource_blocks_and_templates(server: FakeServer, workspace: Path, loop
                     uri=f"file://{workspace}/b.py", text="print('embedded')"))])
             sent = user_texts(server.requests[0])[-1]
             assert sent.startswith("look at @a.txt")
+            assert "[attached @a.txt" in sent and "hello" in sent  # attached as the REPL attaches a mention
             assert "print('embedded')" in sent and "b.py" in sent
             await conn.prompt(session_id=sid, prompt=words("/explain a.txt"))
             assert user_texts(server.requests[1])[-1] == "Explain a.txt simply."
