@@ -7,3 +7,24 @@ replays a saved session; `bridge` lets the run's threads call the client (permis
 buffers) and be cancelled while they wait; `content` reads a prompt's blocks and the slash commands.
 The SDK (`acp`) is imported only here, so no other command pays for it.
 """
+
+
+def _import_sdk() -> None:
+    """Import the SDK's schema (about 200 pydantic models) without reading each field's docstring from the
+    source, which its models ask pydantic for and which is a third of its import time; the descriptions
+    only feed JSON Schema generation, which loop never does. Any other pydantic imports it plainly."""
+    try:
+        from pydantic._internal import _fields
+
+        original = _fields.extract_docstrings_from_cls
+    except (ImportError, AttributeError):
+        import acp.schema  # noqa: F401
+        return
+    _fields.extract_docstrings_from_cls = lambda cls, use_inspect=False: {}
+    try:
+        import acp.schema  # noqa: F401
+    finally:
+        _fields.extract_docstrings_from_cls = original
+
+
+_import_sdk()

@@ -68,16 +68,26 @@ class Outbox:
         await marker
 
     async def pump(self) -> None:
+        """Send in order without waiting for each write: a task's first step queues its message with the
+        connection's sender, and tasks start in the order they are made. A flush marker waits for all."""
+        sending: list[asyncio.Task[Any]] = []
         while True:
             item = await self.queue.get()
             if isinstance(item, asyncio.Future):
+                await self.settle(sending)
                 if not item.done():
                     item.set_result(None)
                 continue
-            try:
-                await self.conn.session_update(session_id=self.session_id, update=item)
-            except Exception as exc:  # a client gone away: the turn still ends, its record is on disk
-                log.warning("session/update not sent: %s", exc)
+            sending.append(self.loop.create_task(self.conn.session_update(session_id=self.session_id, update=item)))
+            if len(sending) >= 256:
+                await self.settle(sending)
+
+    @staticmethod
+    async def settle(sending: list[asyncio.Task[Any]]) -> None:
+        for outcome in await asyncio.gather(*sending, return_exceptions=True):
+            if isinstance(outcome, Exception):  # a client gone away: the turn still ends, its record is on disk
+                log.warning("session/update not sent: %s", outcome)
+        sending.clear()
 
     def close(self) -> None:
         self.task.cancel()
