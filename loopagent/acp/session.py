@@ -36,10 +36,24 @@ DESCRIPTIONS = {
 }
 STOP_REASONS = {
     "completed": "end_turn", "check_failed": "end_turn", "approval_required": "end_turn",
-    "output_invalid": "end_turn", "token_limit": "max_tokens", "incomplete_model_turn": "max_tokens",
+    "output_invalid": "end_turn", "token_limit": "max_tokens",
     "step_limit": "max_turn_requests", "time_limit": "max_turn_requests", "loop_detected": "max_turn_requests",
     "aborted": "cancelled",
 }
+WITHHELD = ("content_filter", "refusal", "safety", "recitation")  # client/assemble.py STOPPED_ENDS
+
+
+def stop_reason(end: Any) -> str:
+    """The ACP stop reason of a turn's end (DESIGN.md); a failure outside the model's control (the server,
+    a broken stream, the session file) is a JSON-RPC error naming it."""
+    if end.status == "incomplete_model_turn":
+        if any(f'"{word}"' in end.message or f"'{word}'" in end.message for word in WITHHELD):
+            return "refusal"
+        if "output limit" in end.message:
+            return "max_tokens"
+    if end.status in STOP_REASONS:
+        return STOP_REASONS[end.status]
+    raise RequestError.internal_error({"details": end.message or end.status})
 
 
 @dataclass
@@ -156,9 +170,7 @@ class Session:
         finally:
             assert self.outbox is not None
             await self.outbox.flush()
-        if end.status in ("error", "model_error"):
-            raise RequestError.internal_error({"details": end.message or end.status})
-        return STOP_REASONS.get(end.status, "end_turn")
+        return stop_reason(end)
 
     def turn_in_thread(self, text: str, cancel: Cancel) -> Any:
         try:

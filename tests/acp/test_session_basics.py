@@ -12,7 +12,7 @@ from acp import RequestError, schema
 from loopagent.acp.agent import Defaults
 from loopagent.run.spec import Flags
 from tests.acp.harness import in_process
-from tests.fakeserver import FakeServer, text
+from tests.fakeserver import FakeServer, Reply, error, text, text_events, tools
 
 
 def defaults(server: FakeServer, **flags) -> Defaults:
@@ -42,6 +42,10 @@ def test_initialize_new_session_and_a_text_turn(server: FakeServer, workspace: P
             assert len(files) == 1
             lines = [json.loads(line) for line in files[0].read_text().splitlines()]
             assert any(line.get("role") == "user" and line.get("content") == "say hello" for line in lines)
+            # an ordinary loop session: `loop sessions` lists it by its first message
+            from loopagent.session import listing
+
+            assert [(s.id, s.task) for s in listing(loop_home, workspace)] == [(new.session_id, "say hello")]
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
@@ -55,5 +59,36 @@ def test_a_bad_cwd_is_a_json_rpc_error(server: FakeServer, cwd: str) -> None:
                 await conn.new_session(cwd=cwd, mcp_servers=[])
             assert caught.value.code == -32602
             assert "cwd" in json.dumps(caught.value.data)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+@pytest.mark.parametrize(("reply", "flags", "expected"), [
+    (Reply(events=text_events("I can't", finish="content_filter")), {}, "refusal"),
+    (tools(("read_file", {"path": "a.txt"})), {"max_steps": 1}, "max_turn_requests"),
+])
+def test_stop_reasons(server: FakeServer, workspace: Path, reply, flags, expected) -> None:
+    server.add(reply)
+
+    async def main() -> None:
+        async with in_process(defaults(server, **flags)) as (conn, _, _):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            answer = await conn.prompt(session_id=sid, prompt=[schema.TextContentBlock(type="text", text="go")])
+            assert answer.stop_reason == expected
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_server_failure_is_a_json_rpc_error(server: FakeServer, workspace: Path) -> None:
+    server.add(error(401, "invalid api key"))
+
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, _, _):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            with pytest.raises(RequestError) as caught:
+                await conn.prompt(session_id=sid, prompt=[schema.TextContentBlock(type="text", text="go")])
+            assert caught.value.code == -32603 and "401" in json.dumps(caught.value.data)
 
     asyncio.run(asyncio.wait_for(main(), 60))
