@@ -138,7 +138,6 @@ class LoopAgent:
                 from loopagent.cli.repl.templates import expand
 
                 text = expand(template.text(), args)
-        text = await asyncio.to_thread(session.with_mentions, text)
         return schema.PromptResponse(stop_reason=await session.turn(text))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

@@ -174,7 +174,7 @@ class Session:
 
     def turn_in_thread(self, text: str, cancel: Cancel) -> Any:
         try:
-            return self.run.turn(text, cancel)
+            return self.run.turn(self.with_mentions(text), cancel)
         finally:
             self.cancel = None
             self.idle.set()
