@@ -112,8 +112,10 @@ def test_an_unsaved_buffer_is_what_read_file_sees_and_writes_go_through_the_clie
         server: FakeServer, workspace: Path) -> None:
     server.add(tools(("read_file", {"path": "a.txt"})),
                tools(("edit_file", {"path": "a.txt", "old_string": "unsaved", "new_string": "edited"})),
-               tools(("read_file", {"path": "../outside.txt"})), text("ok"))
+               tools(("read_file", {"path": "../outside.txt"})), tools(("read_file", {"path": "link.txt"})),
+               tools(("write_file", {"path": "link.txt", "content": "pwned"})), text("ok"))
     (workspace.parent / "outside.txt").write_text("secret\n")
+    (workspace / "link.txt").symlink_to(workspace.parent / "outside.txt")
 
     async def main() -> None:
         async with in_process(defaults(server)) as (conn, client, _):
@@ -126,8 +128,11 @@ def test_an_unsaved_buffer_is_what_read_file_sees_and_writes_go_through_the_clie
             assert "unsaved text" in sent  # the model saw the buffer, not the disk's "hello"
             assert client.writes == [(path, "edited text\n")]
             assert (workspace / "a.txt").read_text() == "hello\n"  # writes went only through the client
-            outside = client.calls()[-1]
-            assert client.progress(outside.tool_call_id)[-1].status == "failed"
-            assert all("outside" not in p for p in client.reads)  # confinement comes first
+            for escape in client.calls()[-3:]:  # ../outside.txt, and a link to it read and written
+                assert client.progress(escape.tool_call_id)[-1].status == "failed"
+            # confinement comes first: the client is never asked about a path outside the workspace
+            assert all("outside" not in p and "link" not in p for p in client.reads)
+            assert [p for p, _ in client.writes] == [path]
+            assert (workspace.parent / "outside.txt").read_text() == "secret\n"
 
     asyncio.run(asyncio.wait_for(main(), 60))
