@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import IO
@@ -63,16 +64,24 @@ async def serve_streams(agent: LoopAgent, reader: asyncio.StreamReader, writer: 
 
 
 def serve(defaults: Defaults, home: Path) -> int:
-    """Run `loop acp` on this process's stdio until the client hangs up; the exit code."""
+    """Run `loop acp` on this process's stdio until the client hangs up or a stopping signal comes; the exit
+    code (0, or 128 + the signal: SIGINT, SIGTERM and SIGHUP end every turn as Ctrl+C
+    does, and the sessions are closed)."""
     proto_in, proto_out = take_stdio()
     start_logging(home)
+    stopped: list[int] = []
 
     async def main() -> None:
         reader, writer = await streams(proto_in, proto_out)
-        await serve_streams(LoopAgent(defaults), reader, writer)
+        serving = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(signum, lambda signum=signum: (stopped.append(signum), serving.cancel()))
+        try:
+            await serve_streams(LoopAgent(defaults), reader, writer)
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
 
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        return 130
-    return 0
+    asyncio.run(main())
+    return 128 + stopped[0] if stopped else 0

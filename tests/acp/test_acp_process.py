@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 
 from acp import schema
 
-from tests.acp.harness import subprocess_agent
+from tests.acp.harness import subprocess_agent, until
+from tests.acp.test_cancel import running
 from tests.conftest import where_shells_run
 from tests.fakeserver import FakeServer, text, tools
 
+SLEEP = "sleep 28.3"
 MCP_SERVER = str(Path(__file__).resolve().parent.parent / "mcpserver.py")
 
 
@@ -24,11 +27,12 @@ def test_the_clients_mcp_server_joins_and_only_protocol_is_on_stdout(
     (workspace / ".loop").mkdir()
     (workspace / ".loop" / "config.json").write_text(json.dumps({"approval": "all"}))
     marker = tmp_path / "mcp-started"
-    server.add(tools(("mcp__notes__read_note", {"name": "groceries"})), text("Milk."))
+    server.add(tools(("mcp__notes__read_note", {"name": "groceries"})), text("Milk."),
+               tools(("shell", {"command": SLEEP})), text("never"))
 
     async def main() -> None:
         async with subprocess_agent(loop_home, "--base-url", server.url, "--ctx-size", "16384",
-                                    *where_shells_run()) as (conn, client, validator, _):
+                                    *where_shells_run()) as (conn, client, validator, process):
             await conn.initialize(protocol_version=1)
             new = await conn.new_session(cwd=str(workspace), mcp_servers=[schema.McpServerStdio(
                 name="notes", command=sys.executable, args=[MCP_SERVER],
@@ -38,11 +42,20 @@ def test_the_clients_mcp_server_joins_and_only_protocol_is_on_stdout(
             answer = await conn.prompt(session_id=new.session_id,
                                        prompt=[schema.TextContentBlock(type="text", text="what to buy?")])
             assert answer.stop_reason == "end_turn"
-            (call,) = client.calls()
+            (call,) = client.calls()[:1]
             assert call.kind == "other"
             assert client.progress(call.tool_call_id)[-1].status == "completed"
             assert "buy milk" in client.progress(call.tool_call_id)[-1].content[0].content.text
             assert validator.count > 5
+            # SIGTERM while a command runs: the turn ends as with Ctrl+C, nothing is left running, exit 143
+            client.answers = ["allow_once"]
+            turn = asyncio.create_task(conn.prompt(session_id=new.session_id,
+                                                   prompt=[schema.TextContentBlock(type="text", text="wait")]))
+            await until(lambda: bool(running(SLEEP)) or turn.done())
+            process.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(process.wait(), 20) == 143
+            await asyncio.gather(turn, return_exceptions=True)
+            assert not running(SLEEP)
 
     asyncio.run(asyncio.wait_for(main(), 90))
     assert marker.exists()  # the client's server was started, and the run used it
