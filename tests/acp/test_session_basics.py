@@ -92,3 +92,22 @@ def test_a_server_failure_is_a_json_rpc_error(server: FakeServer, workspace: Pat
             assert caught.value.code == -32603 and "401" in json.dumps(caught.value.data)
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_reasoning_arrives_as_thought_chunks_before_the_answer(server: FakeServer, workspace: Path) -> None:
+    chunk = {"id": "x", "object": "chat.completion.chunk", "model": "fake"}
+    deltas = [{"reasoning_content": "Weigh the "}, {"reasoning_content": "options."}, {"content": "The answer."}]
+    server.add(Reply(events=[*({**chunk, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas),
+                             {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]))
+
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, client, _):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=[schema.TextContentBlock(type="text", text="q")])
+            said = [u for u in client.updates if u.session_update in ("agent_thought_chunk", "agent_message_chunk")]
+            assert [(u.session_update, u.content.text) for u in said] == [
+                ("agent_thought_chunk", "Weigh the "), ("agent_thought_chunk", "options."),
+                ("agent_message_chunk", "The answer.")]
+
+    asyncio.run(asyncio.wait_for(main(), 60))
