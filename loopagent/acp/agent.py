@@ -96,8 +96,7 @@ class LoopAgent:
         return schema.LoadSessionResponse(modes=session.modes())
 
     async def open(self, workspace: Path, mcp_servers: list[Any] | None, resume: str | None) -> Session:
-        from loopagent.errors import UsageError
-        from loopagent.session import SessionError
+        from loopagent.errors import LoopError
 
         flags = self.defaults.flags
         if extra := client_servers(mcp_servers):
@@ -106,8 +105,12 @@ class LoopAgent:
         session = Session(self.client, asyncio.get_running_loop())
         try:
             await asyncio.to_thread(session.open, spec, host_for(workspace))
-        except (UsageError, SessionError, ValueError) as exc:
-            raise RequestError.invalid_params({"details": str(exc)}) from None
+        except Exception as exc:
+            await asyncio.to_thread(session.stack.close)  # whatever of the run was opened ends here
+            if isinstance(exc, (LoopError, ValueError)):  # a bad config or session: the client's to fix
+                raise RequestError.invalid_params({"details": str(exc)}) from None
+            raise
+        session.start()
         self.sessions[session.id] = session
         # posted now, sent just after the answer that tells the client the session's id
         session.post(content.available(session.run.rec.home or workspace, workspace))

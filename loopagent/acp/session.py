@@ -99,10 +99,13 @@ class Session:
         tools = self.run.agent.tools
         if self.client.read_files or self.client.write_files:
             tools.workspace.editor = self.buffers
-        self.approver.sandbox = tools.executor.describe() if hasattr(tools.executor, "describe") else ""
+        self.approver.sandbox = tools.executor.describe()  # where a command asked about will run
         config = self.run.built.config
         if config.origins.get("approval") == "project":
             self.ceiling = config.settings.approval
+
+    def start(self) -> None:
+        """Start sending updates (on the event loop's thread, once the run is open)."""
         self.outbox = Outbox(self.client.conn, self.id, self.loop)
 
     def post(self, update: Any) -> None:
@@ -120,7 +123,7 @@ class Session:
         workspace = self.run.agent.tools.workspace
         try:
             real = workspace.resolve(path)
-            data = workspace.read_if_exists(real, allow_links=True, tool="read_file")
+            data = workspace.read_if_exists(real, tool="read_file")
         except Exception:
             return None
         return None if data is None else data.decode("utf-8", errors="replace")
