@@ -99,11 +99,11 @@ class LoopAgent:
         from loopagent.errors import LoopError
 
         flags = self.defaults.flags
-        if extra := client_servers(mcp_servers):
-            flags = replace_servers(flags, workspace, extra)
-        spec = RunSpec(task=None, workspace=workspace, flags=flags, resume=resume)
         session = Session(self.client, asyncio.get_running_loop())
         try:
+            if extra := client_servers(mcp_servers):
+                flags = replace_servers(flags, workspace, extra)
+            spec = RunSpec(task=None, workspace=workspace, flags=flags, resume=resume)
             await asyncio.to_thread(session.open, spec, host_for(workspace))
         except Exception as exc:
             await asyncio.to_thread(session.stack.close)  # whatever of the run was opened ends here

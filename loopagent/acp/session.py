@@ -161,12 +161,16 @@ class Session:
 
     # -- turns --------------------------------------------------------------------------------------
 
-    async def turn(self, text: str) -> str:
-        """One prompt to its end; the ACP stop reason. Raises RequestError when a turn is running or the run
-        failed outside the model's control (the server, the session file)."""
+    def claim(self) -> None:
+        """Mark the session busy; a prompt or command while one runs is an invalid request."""
         if not self.idle.is_set():
             raise RequestError.invalid_request({"details": "a prompt is already running in this session"})
         self.idle.clear()
+
+    async def turn(self, text: str) -> str:
+        """One prompt to its end; the ACP stop reason. Raises RequestError when a turn is running or the run
+        failed outside the model's control (the server, the session file)."""
+        self.claim()
         self.cancel = cancel = Cancel()
         try:
             end = await asyncio.to_thread(self.turn_in_thread, text, cancel)
@@ -190,20 +194,24 @@ class Session:
 
     async def command(self, name: str, args: str) -> str:
         """A slash command of content.COMMANDS: its answer, shown as the agent's message."""
-        services = self.run.rec.services(self.run.agent.policy)
-        checkpoints = services.checkpoints
+        self.claim()
+        try:
+            return await asyncio.to_thread(self.command_in_thread, name, args)
+        finally:
+            self.cancel = None
+            self.idle.set()
+
+    def command_in_thread(self, name: str, args: str) -> str:
         if name == "compact":
-            self.cancel = cancel = Cancel()
-            try:
-                done = await asyncio.to_thread(self.run.agent.compact, self.run.rec.history, cancel, args)
-            finally:
-                self.cancel = None
+            self.cancel = Cancel()
+            done = self.run.agent.compact(self.run.rec.history, self.cancel, args)
             return "compacted the conversation" if done is not None else "nothing to compact yet"
+        checkpoints = self.run.rec.services(self.run.agent.policy).checkpoints
         if checkpoints is None:
             return "checkpoints are off (--no-checkpoints)"
         answer = {"undo": checkpoints.undo, "redo": checkpoints.redo, "diff": checkpoints.diff,
                   "checkpoints": lambda: "\n".join(checkpoints.lines())}[name]
-        return await asyncio.to_thread(answer) or "no changes"
+        return answer() or "no changes"
 
     # -- closing ------------------------------------------------------------------------------------
 

@@ -147,3 +147,21 @@ def test_resource_blocks_and_templates(server: FakeServer, workspace: Path, loop
             assert answer.stop_reason == "end_turn" and len(server.requests) == 2  # never sent to the model
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_undo_from_the_editor_restores_the_checkpoint(server: FakeServer, workspace: Path) -> None:
+    server.add(tools(("write_file", {"path": "a.txt", "content": "changed\n"})), text("ok"))
+
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, client, _):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=words("change it"))
+            assert (workspace / "a.txt").read_text() == "changed\n"
+            answer = await conn.prompt(session_id=sid, prompt=words("/undo"))
+            assert answer.stop_reason == "end_turn"
+            assert (workspace / "a.txt").read_text() == "hello\n"
+            assert "undone" in client.text()
+            assert len(server.requests) == 2  # the command never reached the model
+
+    asyncio.run(asyncio.wait_for(main(), 60))
