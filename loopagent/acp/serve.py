@@ -11,7 +11,9 @@ import asyncio
 import logging
 import os
 import signal
+import stat
 import sys
+import threading
 from pathlib import Path
 from typing import IO
 
@@ -43,11 +45,54 @@ def start_logging(home: Path) -> None:
                         handlers=handlers, force=True)
 
 
+def pollable(stream: IO[bytes]) -> bool:
+    """Whether the event loop can watch `stream`: a pipe, a socket or a terminal (not a file, /dev/null)."""
+    mode = os.fstat(stream.fileno()).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(stream.fileno())
+
+
+class BlockingWrite(asyncio.WriteTransport):
+    """Writes to a file that cannot be polled (stdout redirected to a file), each write whole."""
+
+    def __init__(self, stream: IO[bytes]):
+        super().__init__()
+        self.stream, self.closing = stream, False
+
+    def write(self, data: bytes) -> None:  # type: ignore[override]
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.stream.fileno(), view):]
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+
+def feed(stream: IO[bytes], reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    """Read a stream that cannot be polled in a thread (stdin from a file or /dev/null)."""
+    def read() -> None:
+        try:
+            while data := stream.read(1 << 16):
+                loop.call_soon_threadsafe(reader.feed_data, data)
+        finally:
+            loop.call_soon_threadsafe(reader.feed_eof)
+
+    threading.Thread(target=read, name="loop-acp-stdin", daemon=True).start()
+
+
 async def streams(proto_in: IO[bytes], proto_out: IO[bytes]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=STREAM_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, proto_out)
+    if pollable(proto_in):
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), proto_in)
+    else:
+        feed(proto_in, reader, loop)
+    if pollable(proto_out):
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, proto_out)
+    else:
+        transport, protocol = BlockingWrite(proto_out), asyncio.streams.FlowControlMixin()
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 

@@ -62,3 +62,20 @@ def test_the_clients_mcp_server_joins_and_only_protocol_is_on_stdout(
     stderr = (loop_home / "acp-stderr.txt").read_text()
     assert "ignored \"approval\"" in stderr  # diagnostics on stderr; every stdout line was JSON-RPC (harness)
     assert (loop_home / "logs").is_dir()
+
+
+def test_stdio_from_and_to_files(workspace: Path, loop_home: Path, tmp_path: Path) -> None:
+    """Started by hand with files (or /dev/null) instead of pipes, it still answers and ends at EOF."""
+    import subprocess
+
+    from tests.conftest import clean_env
+
+    given, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    given.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+                     + "\n")
+    with given.open("rb") as stdin, out.open("wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "loopagent", "acp"], stdin=stdin, stdout=stdout,
+                              stderr=subprocess.PIPE, env=clean_env(loop_home), timeout=60)
+    assert done.returncode == 0, done.stderr
+    (answer,) = [json.loads(line) for line in out.read_text().splitlines()]
+    schema.InitializeResponse.model_validate(answer["result"])
