@@ -87,8 +87,9 @@ def test_a_shell_call_in_mode_edits_asks_the_client(server: FakeServer, workspac
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-def test_allow_always_is_not_asked_again_and_a_denied_call_never_reaches_the_client(
-        server: FakeServer, workspace: Path) -> None:
+@pytest.mark.parametrize("always", ["allow_always", "reject_always"])
+def test_always_is_not_asked_again_and_a_denied_call_never_reaches_the_client(
+        server: FakeServer, workspace: Path, always: str) -> None:
     command = "echo x >> log.txt"
     server.add(tools(("shell", {"command": command})), tools(("shell", {"command": command})),
                tools(("shell", {"command": "sudo rm -rf /tmp/canary"})), text("ok"))
@@ -96,11 +97,15 @@ def test_allow_always_is_not_asked_again_and_a_denied_call_never_reaches_the_cli
     async def main() -> None:
         async with in_process(defaults(server)) as (conn, client, _):
             sid = await session(conn, workspace)
-            client.answers = ["allow_always"]
+            client.answers = [always]
             await conn.prompt(session_id=sid, prompt=prompt("twice"))
             assert len(client.permissions) == 1  # the second identical call was not asked
-            assert (workspace / "log.txt").read_text() == "x\nx\n"
             first, second, denied = client.calls()
+            if always == "allow_always":
+                assert (workspace / "log.txt").read_text() == "x\nx\n"
+            else:
+                assert not (workspace / "log.txt").exists()
+                assert client.progress(second.tool_call_id)[-1].status == "failed"
             assert denied.title == "sudo rm -rf /tmp/canary"
             final = client.progress(denied.tool_call_id)[-1]
             assert final.status == "failed" and "denied by policy" in final.content[0].content.text
