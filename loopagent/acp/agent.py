@@ -90,9 +90,10 @@ class LoopAgent:
         if (old := self.sessions.pop(session_id, None)) is not None:  # loaded again: the open run gives way
             await asyncio.to_thread(old.close)
         session = await self.open(workspace, mcp_servers, session_id)
-        replay(session.run.rec.history, session.post, str(workspace.resolve()))
+        updates: list[Any] = []
+        replay(session.run.rec.history, updates.append, str(workspace.resolve()))
         assert session.outbox is not None
-        await session.outbox.flush()
+        await session.outbox.send_all(updates)  # every update before the answer (DESIGN)
         return schema.LoadSessionResponse(modes=session.modes())
 
     async def open(self, workspace: Path, mcp_servers: list[Any] | None, resume: str | None) -> Session:

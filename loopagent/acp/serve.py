@@ -101,6 +101,7 @@ async def serve_streams(agent: LoopAgent, reader: asyncio.StreamReader, writer: 
     from acp.agent.connection import AgentSideConnection
 
     conn = AgentSideConnection(agent, writer, reader, listening=False)
+    agent.client.writer = writer
     try:
         await conn.listen()
     finally:

@@ -61,6 +61,7 @@ class Client:
     """What the client offered at `initialize`, and the connection to it."""
 
     conn: Any
+    writer: Any = None  # the connection's stream, for writing many updates at once (Outbox.send_all)
     read_files: bool = False
     write_files: bool = False
 
@@ -106,7 +107,7 @@ class Session:
 
     def start(self) -> None:
         """Start sending updates (on the event loop's thread, once the run is open)."""
-        self.outbox = Outbox(self.client.conn, self.id, self.loop)
+        self.outbox = Outbox(self.client.conn, self.id, self.loop, self.client.writer)
 
     def post(self, update: Any) -> None:
         if self.outbox is not None:
