@@ -33,9 +33,10 @@ class ClientApprover:
     `files` reads a file's current text (the editor's buffer if offered)."""
 
     def __init__(self, bridge: Bridge, ask: Callable[[schema.ToolCallUpdate], Awaitable[Any]], root: str,
-                 ids: Callable[[ToolCall], str], files: Callable[[str], str | None], sandbox: str = ""):
+                 ids: Callable[[ToolCall], str], files: Callable[[str], str | None],
+                 sandbox: Callable[[], str] = lambda: ""):
         self.bridge, self.ask, self.root = bridge, ask, root
-        self.ids, self.files, self.sandbox = ids, files, sandbox
+        self.ids, self.files, self.sandbox = ids, files, sandbox  # sandbox: where a command asked about runs
         self.always: set[tuple[str, str]] = set()
         self.never: set[tuple[str, str]] = set()
 
@@ -66,8 +67,8 @@ class ClientApprover:
         content: list = []
         if call.name == "shell":
             lines = [preview or subject]
-            if self.sandbox:
-                lines.append(self.sandbox)
+            if where := self.sandbox():
+                lines.append(where)
             content.append(text_content("\n".join(lines)))
         elif diff := self.diff(call):
             content.append(diff)

@@ -118,8 +118,8 @@ class ClientBuffers:
     write when the client offers fs/read_text_file and fs/write_text_file. The workspace has confined and
     checked the path already; a read or write the client refuses is an error result for the model."""
 
-    def __init__(self, bridge: Bridge, conn: Any, session_id: str, cancel: Callable[[], Cancel | None],
-                 read: bool, write: bool):
+    def __init__(self, bridge: Bridge, conn: Any, session_id: Callable[[], str],
+                 cancel: Callable[[], Cancel | None], read: bool, write: bool):
         self.bridge, self.conn, self.session_id, self.cancel = bridge, conn, session_id, cancel
         self.can_read, self.can_write = read, write
         self.writes: dict[str, tuple[str | None, str]] = {}  # path -> (before, after) of the last write
@@ -130,7 +130,7 @@ class ClientBuffers:
         if not self.can_read:
             return None
         try:
-            answer = self.bridge.call(lambda: self.conn.read_text_file(session_id=self.session_id, path=str(path)),
+            answer = self.bridge.call(lambda: self.conn.read_text_file(session_id=self.session_id(), path=str(path)),
                                       self.cancel())
         except Cancelled:
             raise ToolError("cancelled by the user") from None
@@ -146,7 +146,7 @@ class ClientBuffers:
         text = data.decode("utf-8", errors="replace")
         before = self.seen.get(str(path))
         try:
-            self.bridge.call(lambda: self.conn.write_text_file(session_id=self.session_id, path=str(path),
+            self.bridge.call(lambda: self.conn.write_text_file(session_id=self.session_id(), path=str(path),
                                                                content=text), self.cancel())
         except Cancelled:
             raise ToolError("cancelled by the user") from None

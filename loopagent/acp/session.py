@@ -89,18 +89,17 @@ class Session:
         from loopagent.run.run import open_run
 
         root = str(spec.workspace.resolve())
-        self.buffers = ClientBuffers(self.bridge, self.client.conn, "", lambda: self.cancel,
+        # the session's id and its turn's token exist once the run is open and a turn runs: asked for then
+        self.buffers = ClientBuffers(self.bridge, self.client.conn, lambda: self.id, lambda: self.cancel,
                                      self.client.read_files, self.client.write_files)
         self.feed = Feed(self.post, root, self.text_of, lambda: self.buffers.writes)
-        self.approver = ClientApprover(self.bridge, self.ask, root, self.feed.id_of, self.text_of)
-        self.run = self.stack.enter_context(open_run(spec, host, [self.feed], approver=self.approver))
+        self.approver = ClientApprover(self.bridge, self.ask, root, self.feed.id_of, self.text_of,
+                                       lambda: self.run.agent.tools.executor.describe())
+        editor = self.buffers if self.client.read_files or self.client.write_files else None
+        self.run = self.stack.enter_context(open_run(spec, host, [self.feed], approver=self.approver,
+                                                     editor=editor))
         self.id = self.run.rec.id
-        self.buffers.session_id = self.id
         self.run.rec.writer.discard_unanswered = False  # the id was given to the client: the file stays
-        tools = self.run.agent.tools
-        if self.client.read_files or self.client.write_files:
-            tools.workspace.editor = self.buffers
-        self.approver.sandbox = tools.executor.describe()  # where a command asked about will run
         config = self.run.built.config
         if config.origins.get("approval") == "project":
             self.ceiling = config.settings.approval

@@ -276,9 +276,10 @@ def check_for(settings: Settings, tools, none):
 
 
 def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener] | None = None,
-            attended: Any = None) -> Built:
+            attended: Any = None, editor: Any = None) -> Built:
     """What an agent for `opts` from `config` is made of, taking from the process only what `host` holds.
-    `attended`: the approver of a front-end that asks and shows in its own way (loop acp; see `open_run`).
+    `attended`: the approver of a front-end that asks and shows in its own way, `editor` its editor's
+    buffers (loop acp; see `open_run`).
 
     Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
     `host.err`, once, before anything runs.
@@ -302,7 +303,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
         sandbox = open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ,
                                config.sources["sandbox"])
         # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
-        workspace = Workspace(opts.workspace, protected=(host.home,))
+        workspace = Workspace(opts.workspace, protected=(host.home,), editor=editor)
         builtin = default_tools()
         policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin])
     except ValueError as exc:
