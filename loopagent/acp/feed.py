@@ -19,7 +19,7 @@ from loopagent.events import TextDelta, ThinkingDelta, ToolCalled, ToolFinished,
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 KINDS = {"read_file": "read", "list_files": "search", "grep": "search", "write_file": "edit", "edit_file": "edit",
-         "shell": "execute", "task": "think", "skills": "think"}
+         "shell": "execute", "task": "think", "skills": "think", "todo_write": "think"}
 VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit"}
 PATH_ARGS = {"read_file": "path", "write_file": "path", "edit_file": "path", "list_files": "path", "grep": "path"}
 EDITS = ("write_file", "edit_file")
@@ -81,6 +81,15 @@ def result_content(call: ToolCall, result: ToolResult, root: str,
     return content
 
 
+def plan_of(result: ToolResult) -> schema.AgentPlanUpdate | None:
+    """The todo list a result carries (todo_write's `todos` detail: (content, status) pairs) as a `plan`."""
+    todos = getattr(result.details, "todos", None)
+    if result.is_error or todos is None:
+        return None
+    return schema.AgentPlanUpdate(session_update="plan", entries=[
+        schema.PlanEntry(content=content, priority="medium", status=status) for content, status in todos])
+
+
 class Feed:
     """Listener: the run's events as updates posted to `post`; `files(path)` reads a file's text for the
     diff blocks (None: no such file); `writes` are the editor's own (before, after) by path."""
@@ -139,6 +148,8 @@ class Feed:
             session_update="tool_call_update", tool_call_id=call_id,
             status="failed" if result.is_error else "completed",
             content=result_content(call, result, self.root, change), raw_output=result.content))
+        if (plan := plan_of(result)) is not None:
+            self.post(plan)
 
 
 def replay(history: list[Message], post: Callable[[Any], None], root: str) -> None:
@@ -164,3 +175,5 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
                 status = "pending" if result is None else "failed" if result.is_error else "completed"
                 content = None if result is None else [text_content(result.content)]
                 post(started(call, "", root, feed.id_of(call, new=True), status, content))
+                if result is not None and (plan := plan_of(result)) is not None:
+                    post(plan)

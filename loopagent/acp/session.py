@@ -151,6 +151,12 @@ class Session:
     def set_mode(self, mode: str) -> None:
         """Switch the approval mode (as /approval does); an unknown mode or one looser than the project
         file's is an invalid-params error."""
+        policy = self.run.agent.policy
+        if (switch := getattr(policy, "switch", None)) is not None:  # the policy's own check, where it has one
+            if why := switch(mode):
+                raise RequestError.invalid_params({"modeId": mode, "details": why})
+            self.post(schema.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode))
+            return
         if mode not in MODES:
             raise RequestError.invalid_params({"modeId": mode, "details": f"modes are {', '.join(MODES)}"})
         if self.ceiling is not None and MODES.index(mode) > MODES.index(self.ceiling):

@@ -104,6 +104,7 @@ def test_a_project_file_still_only_tightens(server: FakeServer, workspace: Path)
 
 
 @pytest.mark.skipif("plan" not in MODES, reason="approval mode plan does not exist yet")
+@pytest.mark.skipif(bool(where_shells_run()), reason="plan mode's read-only workspace needs bubblewrap")
 def test_in_mode_plan_a_shell_write_fails(server: FakeServer, workspace: Path) -> None:
     server.add(tools(("shell", {"command": "echo x > planned.txt"})), text("ok"))
 
@@ -115,6 +116,28 @@ def test_in_mode_plan_a_shell_write_fails(server: FakeServer, workspace: Path) -
             client.answers = ["allow_once"]
             await conn.prompt(session_id=sid, prompt=words("write"))
             assert not (workspace / "planned.txt").exists()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def has_tool(name: str) -> bool:
+    from loopagent.tools import default_tools
+
+    return any(tool.name == name for tool in default_tools())
+
+
+@pytest.mark.skipif(not has_tool("todo_write"), reason="the todo list (todo_write) does not exist yet")
+def test_the_todo_list_is_sent_as_a_plan(server: FakeServer, workspace: Path) -> None:
+    todos = [{"content": "read the code", "status": "in_progress"}, {"content": "fix it", "status": "pending"}]
+    server.add(tools(("todo_write", {"todos": todos})), text("ok"))
+
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, client, _):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await conn.prompt(session_id=sid, prompt=words("plan it"))
+            (plan,) = [u for u in client.updates if u.session_update == "plan"]
+            assert [(e.content, e.status) for e in plan.entries] == [(t["content"], t["status"]) for t in todos]
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
