@@ -137,13 +137,13 @@ class Feed:
 
     def finished(self, call: ToolCall, result: ToolResult) -> None:
         call_id = self.id_of(call)
-        change = None
+        change, before = None, self.before.pop(call_id, None)
         if call.name in EDITS and not result.is_error:
             args = arguments(call)
             path = absolute(self.root, args["path"]) if isinstance(args, dict) and "path" in args else ""
             change = self.writes().pop(path, None)
             if change is None and (after := self.text_of(call)) is not None:
-                change = (self.before.pop(call_id, None), after)
+                change = (before, after)
         self.post(schema.ToolCallProgress(
             session_update="tool_call_update", tool_call_id=call_id,
             status="failed" if result.is_error else "completed",
@@ -157,9 +157,8 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
     final status and content (the diff of an edit is its unified diff as text: the old file is gone)."""
     from loopagent.session.typed import typed
 
-    results = {m.call_id: m for m in history if isinstance(m, ToolResult)}
     feed = Feed(post, root, lambda path: None)
-    for message in history:
+    for at, message in enumerate(history):
         if isinstance(message, UserMessage):
             post(schema.UserMessageChunk(session_update="user_message_chunk",
                                          content=schema.TextContentBlock(type="text", text=typed(message.content))))
@@ -170,6 +169,7 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
             if message.text:
                 post(schema.AgentMessageChunk(session_update="agent_message_chunk",
                                               content=schema.TextContentBlock(type="text", text=message.text)))
+            results = answers(history, at)
             for call in message.tool_calls:
                 result = results.get(call.id)
                 status = "pending" if result is None else "failed" if result.is_error else "completed"
@@ -177,3 +177,14 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
                 post(started(call, "", root, feed.id_of(call, new=True), status, content))
                 if result is not None and (plan := plan_of(result)) is not None:
                     post(plan)
+
+
+def answers(history: list[Message], at: int) -> dict[str, ToolResult]:
+    """The results that answer the assistant message at `at` (those right after it), by call id: servers
+    that number calls per reply reuse ids across replies."""
+    found: dict[str, ToolResult] = {}
+    for message in history[at + 1:]:
+        if not isinstance(message, ToolResult):
+            break
+        found.setdefault(message.call_id, message)
+    return found

@@ -28,7 +28,9 @@ def words(text_: str) -> list:
 
 
 def test_load_replays_the_session_then_continues_it(server: FakeServer, workspace: Path) -> None:
-    server.add(tools(("read_file", {"path": "a.txt"})), text("It says hello."), text("Still hello."))
+    # both replies number their call "call_0_read_file", as servers that count per reply do
+    server.add(tools(("read_file", {"path": "nope.txt"})), tools(("read_file", {"path": "a.txt"})),
+               text("It says hello."), text("Still hello."))
 
     async def main() -> None:
         async with in_process(defaults(server)) as (conn, _, _):
@@ -41,12 +43,14 @@ def test_load_replays_the_session_then_continues_it(server: FakeServer, workspac
             assert loaded.modes.current_mode_id == "edits"
             replayed = [u for u in client.updates if u.session_update != "available_commands_update"]
             kinds = [u.session_update for u in replayed]
-            assert kinds == ["user_message_chunk", "tool_call", "agent_message_chunk"]
+            assert kinds == ["user_message_chunk", "tool_call", "tool_call", "agent_message_chunk"]
             assert replayed[0].content.text == "what does a.txt say?"
-            call = replayed[1]
+            missing, call = replayed[1:3]
+            assert (missing.title, missing.status) == ("Read nope.txt", "failed")
             assert (call.title, call.kind, call.status) == ("Read a.txt", "read", "completed")
+            assert missing.tool_call_id != call.tool_call_id
             assert "hello" in call.content[0].content.text
-            assert replayed[2].content.text == "It says hello."
+            assert replayed[3].content.text == "It says hello."
             answer = await conn.prompt(session_id=sid, prompt=words("and now?"))
             assert answer.stop_reason == "end_turn"
             assert user_texts(server.requests[-1])[-2:] == ["what does a.txt say?", "and now?"]
