@@ -8,12 +8,14 @@ fd 0 at /dev/null: a stray print, a warning, or a child process (an MCP server, 
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
 import signal
 import stat
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import IO
 
@@ -33,16 +35,41 @@ def take_stdio() -> tuple[IO[bytes], IO[bytes]]:
     return os.fdopen(proto_in, "rb", buffering=0), os.fdopen(proto_out, "wb", buffering=0)
 
 
+class Tee(io.TextIOBase):
+    """stderr that also appends each line to the log file: the run's warnings and notes (printed to stderr
+    as in the terminal) reach $LOOP_HOME/logs/ too, where an editor that hides stderr leaves them."""
+
+    def __init__(self, screen: IO[str], log: IO[str]):
+        self.screen, self.log = screen, log
+
+    def write(self, text: str) -> int:
+        self.screen.write(text)
+        self.log.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.screen.flush()
+        self.log.flush()
+
+    def fileno(self) -> int:
+        return self.screen.fileno()
+
+    def isatty(self) -> bool:
+        return False
+
+
 def start_logging(home: Path) -> None:
-    """Warnings and errors (the SDK's included) to stderr and to $LOOP_HOME/logs/acp.log."""
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    """Diagnostics (the run's, and the SDK's warnings and errors) to stderr and $LOOP_HOME/logs/acp.log."""
     try:
         (home / "logs").mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(home / "logs" / "acp.log", encoding="utf-8"))
+        log = (home / "logs" / "acp.log").open("a", encoding="utf-8", buffering=1)
     except OSError as exc:
         print(f"loop: acp: no log file in {home / 'logs'}: {exc.strerror or exc}", file=sys.stderr)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s loop acp %(levelname)s %(message)s",
-                        handlers=handlers, force=True)
+    else:
+        log.write(f"-- loop acp started {time.strftime('%Y-%m-%d %H:%M:%S')} (pid {os.getpid()})\n")
+        sys.stderr = Tee(sys.stderr, log)
+    logging.basicConfig(level=logging.WARNING, format="loop acp: %(levelname)s %(message)s",
+                        handlers=[logging.StreamHandler(sys.stderr)], force=True)
 
 
 def pollable(stream: IO[bytes]) -> bool:

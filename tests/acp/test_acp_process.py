@@ -60,7 +60,7 @@ def test_the_clients_mcp_server_joins_and_only_protocol_is_on_stdout(
     asyncio.run(asyncio.wait_for(main(), 90))
     stderr = (loop_home / "acp-stderr.txt").read_text()
     assert "ignored \"approval\"" in stderr  # diagnostics on stderr; every stdout line was JSON-RPC (harness)
-    assert (loop_home / "logs").is_dir()
+    assert "ignored \"approval\"" in (loop_home / "logs" / "acp.log").read_text()  # and in the log
 
 
 def test_stdio_from_and_to_files(workspace: Path, loop_home: Path, tmp_path: Path) -> None:
