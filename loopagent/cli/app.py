@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from loopagent.cli import (
+    acp_cmd,
     config_cmd,
     eval_cmd,
     export_cmd,
@@ -279,6 +280,7 @@ replay_cmd.register(app)  # replay
 eval_cmd.register(app)  # eval
 review_cmd.register(app)  # review
 skills_cmd.register(app)  # skills
+acp_cmd.register(app)  # acp
 
 
 def explain(exc: typer.TyperException, argv: list[str]) -> int:

@@ -121,14 +121,15 @@ class Built:
         JSON printer or the terminal); with a session, the diagnostics on stderr; last the checkpoint
         recorder, whose snapshot after a call is taken once that call's end is recorded and shown.
         """
+        shown = tuple(out for out in (self.printer or self.renderer,) if out is not None)  # none: loop acp
         if rec is None:
-            return (self.hooks.observe, *self.listeners, self.printer or self.renderer)
+            return (self.hooks.observe, *self.listeners, *shown)
         from loopagent.render.notes import StderrNotes
         from loopagent.run.record import Relabel
 
         session = (rec.writer, Relabel(rec)) if rec.unnamed else (rec.writer,)
         checkpoints = () if rec.checkpoints is None else (rec.checkpoints,)
-        return (*session, self.hooks.observe, *self.listeners, self.printer or self.renderer, StderrNotes(),
+        return (*session, self.hooks.observe, *self.listeners, *shown, StderrNotes(),
                 *checkpoints)
 
     def assemble(self, rec: Recording | None = None) -> Agent:
@@ -321,8 +322,11 @@ def check_for(settings: Settings, tools, none):
     return Check(settings.check, tools, settings.check_timeout)
 
 
-def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener] | None = None) -> Built:
+def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener] | None = None,
+            attended: Any = None, editor: Any = None) -> Built:
     """What an agent for `opts` from `config` is made of, taking from the process only what `host` holds.
+    `attended`: the approver of a front-end that asks and shows in its own way, `editor` its editor's
+    buffers (loop acp; see `open_run`).
 
     Raises UsageError for input that cannot run (exit 2). Warnings and the sandbox's verdict go to
     `host.err`, once, before anything runs.
@@ -348,7 +352,7 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
         sandbox = open_sandbox(spec_from_settings(settings, opts.workspace, environ), environ,
                                config.sources["sandbox"])
         # $LOOP_HOME may lie inside the workspace (a workspace at ~): the file tools never write it.
-        workspace = Workspace(opts.workspace, protected=(host.home,))
+        workspace = Workspace(opts.workspace, protected=(host.home,), editor=editor)
         builtin = default_tools()
         floor = settings.approval if config.origins.get("approval") == "project" else "all"
         policy = policy_for(settings, config.rules, workspace, sandbox, [t.spec() for t in builtin], floor)
@@ -358,10 +362,10 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
         print(f"loop: warning: {printable(warning)}", file=host.err)
     if sandbox.verdict:  # unavailable, off or degraded: said once, before anything runs
         print(f"loop: {sandbox.verdict}", file=host.err)
-    interactive = not opts.task and not opts.json and host.stdin_tty and host.stdout_tty
-    if not opts.task and not interactive and not opts.resume and not opts.fork:
+    interactive = attended is None and not opts.task and not opts.json and host.stdin_tty and host.stdout_tty
+    if not opts.task and not interactive and attended is None and not opts.resume and not opts.fork:
         raise UsageError("give a TASK (the interactive REPL needs a terminal)")
-    headless = opts.json or not host.stdin_tty
+    headless = attended is None and (opts.json or not host.stdin_tty)
     fitted = discovery.fit(config, host, opts.replay is not None)  # ctx_size auto -> a number, once
     settings = fitted.settings
     env, redactor = scrub_secrets(settings, environ)
@@ -373,9 +377,10 @@ def prepare(config: Config, opts: RunSpec, host: Host, listeners: list[Listener]
     roomy = settings.ctx_size >= COMPACT_BELOW
     registry = Registry([*(t for t in builtin if roomy or t.name != "todo_write"), *skill_tools,
                          *mcp_tools_of(hub, host), *([Task(children)] if roomy else [])])
-    printer, renderer = output(opts, host, registry.specs())  # calls are shown by what their tools do
+    # calls are shown by what their tools do; an attended front-end shows them itself
+    printer, renderer = output(opts, host, registry.specs()) if attended is None else (None, None)
     listeners = [*(listeners or ()), *telemetry(settings, environ, sandbox, registry, redactor, host)]
-    approver = None if headless else approver_for(renderer, sandbox, host)
+    approver = attended if attended is not None else None if headless else approver_for(renderer, sandbox, host)
     model = make_client(settings, opts.replay, host)
     tools = ToolContext(workspace, env=env, shell_timeout=settings.shell_timeout, redact=redactor.redact,
                         executor=ReadOnlyWhen(sandbox.executor, lambda: policy.mode == "plan"),

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from loopagent.events import Listener, RunEnd
 from loopagent.messages import Usage, UserMessage
@@ -21,7 +21,7 @@ from loopagent.run.spec import RunSpec
 if TYPE_CHECKING:
     from loopagent.cancel import Cancel
     from loopagent.config import Settings
-    from loopagent.loop import Agent
+    from loopagent.loop import Agent, Approver
     from loopagent.run.record import Recording
 
 
@@ -51,17 +51,21 @@ class Run:
 
 
 @contextmanager
-def open_run(spec: RunSpec, host: Host, listeners: Sequence[Listener] = (), prompt: bool = False) -> Iterator[Run]:
+def open_run(spec: RunSpec, host: Host, listeners: Sequence[Listener] = (), prompt: bool = False,
+             approver: Approver | None = None, editor: Any = None) -> Iterator[Run]:
     """Prepare `spec`'s agent under `host`, check its window, open its session and build the agent; when the
     block ends the session file is closed (its lock given up) and the MCP servers end. `prompt`: the caller
-    can prompt a person, so a run without a task on a terminal is the REPL's.
+    can prompt a person, so a run without a task on a terminal is the REPL's. `approver`: a front-end that
+    asks its own way and shows the run itself (loop acp): the run is attended without a terminal, opened
+    without a task, and nothing is drawn on `host.out`; `editor`: the editor's buffers the file tools use
+    (tools/workspace.py `Workspace.editor`).
 
     Raises UsageError for input that cannot run (exit 2, nothing written), SessionError when the session
     cannot be opened (its end already told to stderr and the listeners that are not the session's)."""
     from loopagent.errors import UsageError
     from loopagent.session import SessionError
 
-    built = prepare(configure(spec, host), spec, host, list(listeners))
+    built = prepare(configure(spec, host), spec, host, list(listeners), approver, editor)
     try:
         if built.interactive and not prompt:
             raise UsageError("give a TASK (the interactive REPL needs a terminal)")

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from loopagent.errors import ToolError
 from loopagent.tools.protected import protected_name, protection
@@ -28,6 +29,7 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused after fstat anyway.
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+EDITOR_TOOLS = ("read_file", "write_file", "edit_file")  # grep and list_files read the disk
 
 
 class Escape(Exception):
@@ -46,6 +48,9 @@ class Workspace:
     reads: dict[Path, str] = field(default_factory=dict)
     # Directories the file tools never write into even inside the workspace ($LOOP_HOME).
     protected: tuple[Path, ...] = ()
+    # The editor's buffers (loop acp with a client's fs methods), for the file tools (EDITOR_TOOLS) after every
+    # check here: `read(path) -> bytes | None` and `write(path, data) -> bool` (None, False: the disk's).
+    editor: Any = None
 
     def __post_init__(self) -> None:
         self.root = Path(os.path.realpath(self.root))
@@ -266,6 +271,11 @@ class Workspace:
                 raise ToolError(f"{rel} is not a regular file (a device, socket or pipe); it cannot be read")
             if st.st_nlink > 1 and not allow_links:
                 raise hard_link_error(rel, st.st_nlink, tool)
+            buffer = self.editor.read(path) if self.editor is not None and tool in EDITOR_TOOLS else None
+            if buffer is not None:  # the buffer the person sees, maybe unsaved
+                with buffer_fd(buffer) as memfd:
+                    yield memfd
+                return
             yield fd
         except OSError as exc:
             raise self.os_error("cannot read", path, exc) from None
@@ -285,6 +295,8 @@ class Workspace:
         parts = self.parts_of(path)
         if not parts:
             raise ToolError(f"{self.rel(path)} is a directory; give a file path")
+        if self.editor is not None and tool in EDITOR_TOOLS and self.editor.write(path, data):
+            return
         try:
             with self.dir_fd(parts[:-1], create=True) as dfd:
                 self.replace_in(dfd, parts[-1], self.rel(path), data, allow_links, tool)
@@ -365,6 +377,18 @@ class Workspace:
             raise ToolError(
                 f"{self.rel(path)} changed on disk since it was last read; read_file it again before editing"
             )
+
+
+@contextmanager
+def buffer_fd(data: bytes) -> Iterator[int]:
+    """A readable descriptor holding `data`, read as a file is (fstat gives its size)."""
+    fd = os.memfd_create("loop-buffer", os.MFD_CLOEXEC)
+    try:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def hard_link_error(rel: str, links: int, tool: str) -> ToolError:
