@@ -228,7 +228,8 @@ def test_a_huge_sparse_file_is_named_not_read_and_long_files_diff_quickly(tmp_pa
     assert "Binary files a/grows.txt and b/grows.txt differ (2097152 bytes, over" in diff
     assert "big.txt" not in diff  # unchanged, over the limit: compared by size and time, not read
     assert "--- a/long.txt\n+++ b/long.txt\n" in diff and diff.count("\n+changed\n") == 20000 // 7 + 1
-    assert int(peak_kib) < 150 * 1024 and float(seconds) < 10, (peak_kib, seconds)
+    # a bound on pathology (a quadratic diff takes minutes), not a timing: the machine may be loaded
+    assert int(peak_kib) < 150 * 1024 and float(seconds) < 60, (peak_kib, seconds)
 
 
 def test_a_run_that_left_too_many_files_gets_a_diff_of_the_first_ones(tmp_path: Path, monkeypatch):
