@@ -6,9 +6,11 @@ extracted with `git archive` into a temporary directory and put first on PYTHONP
 (each run's agent in a worker process that calls `loopagent.run`, reused by its pool thread); "fresh worker"
 is this checkout with a new worker per run (workers.REUSE = False), to show what reusing one saves.
 
-Each row is the real `loop eval SUITE` command, timed from outside. Per task: the wall time a run takes of
-one job slot (wall x jobs / tasks: the tasks do nothing, so this is the harness's own cost per task), and
-the median of the results' `duration_s` minus `agent_s` (the harness's part around the agent).
+Each row is the real `loop eval SUITE` command, timed from outside. The tasks do nothing, so the time is the
+harness's own. "1 task" is the eval's start-up (loop's, the first worker's, one run); per task is a run's share
+of a job slot past it, (wall - start-up) x jobs / (tasks - 1), and "vs -j 1 past start" the -j 1 time past
+start-up over this row's: how the runs themselves scale. "around agent" is the median of the results'
+`duration_s` minus `agent_s` (the harness's part of a run around its agent: copy, diff, check).
 
     python bench/bench_eval.py [--quick] [--tasks N] [--rounds N] [--before REV] [--dask]
 """
@@ -44,7 +46,7 @@ main()
 
 
 def suite(tmp: Path, tasks: int) -> Path:
-    (tmp / "repo").mkdir()
+    (tmp / "repo").mkdir(parents=True)
     (tmp / "repo" / "a.txt").write_text("hello\n")
     (tmp / "turn.json").write_text(json.dumps(TURN))
     body = "".join(f'[[task]]\nid = "t{i}"\nprompt = "say done {i}"\nrepo = "repo"\ncheck = "true"\n'
@@ -87,38 +89,46 @@ def main() -> None:
     parser.add_argument("--dask", action="store_true", help="also --dask local:2 (a LocalCluster's start-up included)")
     args = parser.parse_args()
     tasks = 12 if args.quick else args.tasks
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         before = extract(args.before, Path(tempfile.mkdtemp(dir=tmp, prefix="before-")))
-        path = suite(tmp, tasks)
+        single, path = suite(tmp / "one", 1), suite(tmp / "all", tasks)
         cases = [("before", before, True), ("fresh worker", ROOT, False), ("after", ROOT, True)]
         rows: dict[tuple[str, str], tuple[float, float]] = {}
         for label, code, reuse in cases:
-            for runner, jobs, dask in (("-j 1", 1, False), ("-j 2", 2, False), ("--dask local:2", 2, True)):
+            runs = [("1 task", single, 1, 1, False), ("-j 1", path, tasks, 1, False), ("-j 2", path, tasks, 2, False),
+                    ("--dask local:2", path, tasks, 2, True)]
+            for runner, suite_path, count, jobs, dask in runs:
                 if dask and not args.dask:
                     continue
                 walls, around = [], []
                 for _ in range(args.rounds):
-                    wall, lines = once(code, path, jobs, reuse, dask, tmp)
-                    assert len(lines) == tasks and all(x["verified"] for x in lines), lines[:3]
+                    wall, lines = once(code, suite_path, jobs, reuse, dask, tmp)
+                    assert len(lines) == count and all(x["verified"] for x in lines), lines[:3]
                     walls.append(wall)
                     around += [x["duration_s"] - x["agent_s"] for x in lines]
                 rows[label, runner] = (statistics.median(walls), statistics.median(around))
                 print(f"  {label} {runner}: {rows[label, runner][0]:.1f} s", file=sys.stderr, flush=True)
-    table(rows, tasks, args.rounds, args.before)
+    table(rows, tasks, args.rounds, args.before, (load, os.getloadavg()[0]))
 
 
-def table(rows: dict, tasks: int, rounds: int, rev: str) -> None:
-    print(f"loop eval of {tasks} instant tasks, median of {rounds} round(s), {os.cpu_count()} cores; "
-          f"before = {rev}")
+def table(rows: dict, tasks: int, rounds: int, rev: str, load: tuple[float, float]) -> None:
+    """Per task: a run's share of one job slot past the eval's start-up (the 1-task eval's wall time, which
+    holds loop's start, the first worker's and one run): (wall - start-up) x jobs / (tasks - 1)."""
+    print(f"loop eval of {tasks} instant tasks, median of {rounds} round(s), {os.cpu_count()} cores, load average "
+          f"{load[0]:.1f} before, {load[1]:.1f} after; before = {rev}")
     print(f"{'code':<13} {'runner':<15} {'wall s':>7} {'tasks/min':>9} {'vs -j 1':>8} {'vs before':>9} "
-          f"{'per task ms':>11} {'around agent ms':>15}")
+          f"{'per task ms':>11} {'vs -j 1 past start':>18} {'around agent ms':>15}")
     for (label, runner), (wall, around) in rows.items():
-        jobs = 1 if runner == "-j 1" else 2
-        one = rows[label, "-j 1"][0]
+        if runner == "1 task":
+            print(f"{label:<13} {'1 task, start-up':<15} {wall:7.1f}")
+            continue
+        jobs, start, one = 1 if runner == "-j 1" else 2, rows[label, "1 task"][0], rows[label, "-j 1"][0]
         old = rows.get(("before", runner), (wall, 0))[0]
+        per = max(wall - start, 0) * jobs / (tasks - 1)
         print(f"{label:<13} {runner:<15} {wall:7.1f} {tasks / wall * 60:9.1f} {one / wall:7.2f}x {old / wall:8.2f}x "
-              f"{wall * jobs / tasks * 1000:11.0f} {around * 1000:15.0f}")
+              f"{per * 1000:11.0f} {(one - start) / max(wall - start, 1e-9):17.2f}x {around * 1000:15.0f}")
 
 
 if __name__ == "__main__":
