@@ -130,6 +130,8 @@ def carry_out(job: dict, bound: float | None, env: dict[str, str]) -> tuple[dict
     """`job` on this thread's worker (started with `env`, which holds no keys); see Worker.ask."""
     worker = getattr(_local, "worker", None)
     if worker is None or not worker.alive():
+        if worker is not None:  # ended while idle (its thread's end, a stop): reaped, then replaced
+            worker.close()
         worker = _local.worker = Worker(env)
         with _lock:
             _all.add(worker)
