@@ -104,22 +104,20 @@ def main() -> None:
         before = extract(args.before, Path(tempfile.mkdtemp(dir=tmp, prefix="before-")))
         single, path = suite(tmp / "one", 1), suite(tmp / "all", tasks)
         cases = [("before", before, True), ("fresh worker", ROOT, False), ("after", ROOT, True)]
-        rows: dict[tuple[str, str], tuple[float, float, float]] = {}
-        for label, code, reuse in cases:
-            runs = [("1 task", single, 1, 1, False), ("-j 1", path, tasks, 1, False), ("-j 2", path, tasks, 2, False),
-                    ("--dask local:2", path, tasks, 2, True)]
-            for runner, suite_path, count, jobs, dask in runs:
-                if dask and not args.dask:
-                    continue
-                walls, cpus, around = [], [], []
-                for _ in range(args.rounds):
+        runs = [("1 task", single, 1, 1, False), ("-j 1", path, tasks, 1, False), ("-j 2", path, tasks, 2, False),
+                ("--dask local:2", path, tasks, 2, True)]
+        runs = [run for run in runs if args.dask or not run[4]]
+        seen: dict[tuple[str, str], list[tuple[float, float, list[float]]]] = {}
+        for _ in range(args.rounds):  # every row once a round: a machine's load in a moment reaches all rows
+            for label, code, reuse in cases:
+                for runner, suite_path, count, jobs, dask in runs:
                     wall, used, lines = once(code, suite_path, jobs, reuse, dask, tmp)
                     assert len(lines) == count and all(x["verified"] for x in lines), lines[:3]
-                    walls.append(wall)
-                    cpus.append(used)
-                    around += [x["duration_s"] - x["agent_s"] for x in lines]
-                rows[label, runner] = (statistics.median(walls), statistics.median(cpus), statistics.median(around))
-                print(f"  {label} {runner}: {rows[label, runner][0]:.1f} s", file=sys.stderr, flush=True)
+                    seen.setdefault((label, runner), []).append(
+                        (wall, used, [x["duration_s"] - x["agent_s"] for x in lines]))
+                    print(f"  {label} {runner}: {wall:.1f} s", file=sys.stderr, flush=True)
+        rows = {key: (statistics.median(w for w, _, _ in got), statistics.median(u for _, u, _ in got),
+                      statistics.median(a for _, _, around in got for a in around)) for key, got in seen.items()}
     table(rows, tasks, args.rounds, args.before, (load, os.getloadavg()[0]))
 
 
