@@ -18,19 +18,20 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def agent_flags(values: dict, example: bool) -> list[str]:
-    """The `loop agent` flags every run gets; approval `all` unless told (a headless run cannot ask)."""
-    flags = ["--approval", (values.pop("approval") or "all").lower()]
+def agent_flags(values: dict, example: bool):
+    """The flags every run gets, typed (run/spec.py `Flags`, as `loop agent` makes them); approval `all`
+    unless told (a headless run cannot ask)."""
+    from loopagent.run.spec import Flags
+
     if example and values.get("sandbox") is None:
         from loopagent.demo.run import demo_sandbox
         from loopagent.eval.task import interpreter_path
 
         values["sandbox"] = demo_sandbox(interpreter_path())  # recorded turns are ours, as in `loop demo`
-    for name, value in values.items():
-        if value is not None and value is not False:
-            flag = "--" + name.replace("_", "-")
-            flags += [flag] if value is True else [flag, str(value)]
-    return flags
+    ctx_size, lower = values["ctx_size"], {k: (values[k] or "").lower() or None for k in ("sandbox", "provider")}
+    return Flags(approval=(values["approval"] or "all").lower(), base_url=values["base_url"], model=values["model"],
+                 ctx_size=int(ctx_size) if ctx_size and ctx_size.isdigit() else ctx_size, **lower,
+                 sandbox_network=True if values["network"] else None)
 
 
 def output_dir(out: Path | None, resume: Path | None, suite: Path, example: bool) -> Path:
@@ -119,7 +120,7 @@ def carry_out(suite: Path | None, example: bool, dask: str | None, agent: dict, 
                 raise MissingDask(f"--dask needs Dask distributed: {INSTALL}") from None
         api_key = agent.pop("api_key")  # to the runs' environment, never their command line
         flags = agent_flags(agent, example)  # settles agent["sandbox"] too (the example's)
-        opts = EvalOptions(suite=suite, out=output_dir(out, resume, suite, example), dask=dask, agent_args=flags,
+        opts = EvalOptions(suite=suite, out=output_dir(out, resume, suite, example), dask=dask, flags=flags,
                            api_key=api_key, check_sandbox="off" if str(agent["sandbox"]).lower() == "off" else "workspace-write",
                            **limits)
         return run_eval(opts, Console(highlight=False))

@@ -9,11 +9,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 from loopagent.spawn import die_with_loop, python_argv
 
+TIMEOUT = 600.0  # seconds the recorded run may take (it takes about one)
 VERDICT = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed).*?)(?: in [\d.]+s)?(?: =+)?$", re.M)
 
 
@@ -60,18 +62,24 @@ def run_demo() -> int:
 
 
 def replay_run(recording: Path, task: str, workspace: Path, home: Path) -> int:
-    """The recorded run as `loop agent --replay` in a child whose LOOP_HOME is `home`.
+    """The recorded run through `loopagent.run` in this process, as `loop agent --replay` would run it.
 
-    The demo leaves nothing behind: its sessions and checkpoints live in `home`, handed to the child
-    rather than set in this process's os.environ (which every thread shares).
+    The demo leaves nothing behind: its sessions and checkpoints live in `home`, given to the run in its
+    `Host` rather than set in this process's os.environ (which every thread shares).
     """
+    from loopagent.run.launch import Host, run_agent
+    from loopagent.run.spec import Flags, RunSpec
+
     # The recorded shell call runs `python -m pytest`: make `python` this interpreter.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {**os.environ, "LOOP_HOME": str(home), "PATH": path}
-    argv = python_argv("-m", "loopagent", "agent", "-C", str(workspace), "--replay", str(recording),
-                       "--approval", "all", "--sandbox", demo_sandbox(path), task)
+    current = Host.current(home)
+    host = replace(current, env={**current.env, "LOOP_HOME": str(home), "PATH": path})
+    flags = Flags(approval="all", sandbox=demo_sandbox(path), timeout=TIMEOUT)
+    spec = RunSpec(task=task, workspace=workspace, flags=flags, replay=recording)
+    before = dict(os.environ)
     try:
-        return subprocess.run(argv, env=env, timeout=600, check=False, preexec_fn=die_with_loop()).returncode
-    except subprocess.TimeoutExpired:
-        print("loop demo: the recorded run did not finish within 600 s", file=sys.stderr)
-        return 1
+        return run_agent(spec, host=host)
+    finally:  # the checkpoints' GitPython import leaves its git's path there (checkpoint/shadow.py)
+        for name in set(os.environ) - set(before):
+            del os.environ[name]
+        os.environ.update(before)

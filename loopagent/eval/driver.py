@@ -14,6 +14,7 @@ from loopagent.eval.results import Results, mark
 from loopagent.eval.suite import Task, digest, load_suite, resumable
 from loopagent.eval.task import TaskRun
 from loopagent.eval.tree import pack
+from loopagent.run.spec import Flags
 
 KEYS = ("LOOP_API_KEY", "OPENAI_API_KEY")  # carried to Dask workers, whose environment is not ours
 
@@ -27,7 +28,7 @@ class EvalOptions:
     repeat: int = 1
     max_steps: int | None = None  # for tasks without their own
     timeout: float | None = None
-    agent_args: list[str] = field(default_factory=list)  # --base-url, -m, --approval, --sandbox…
+    flags: Flags = field(default_factory=Flags)  # --base-url, -m, --approval, --sandbox… for every run
     api_key: str | None = field(default=None, repr=False)
     # the checks run the agents' code: walled like their shell calls, the workspace writable (caches,
     # reports) whatever stricter mode the agents had; "off" only when the runs are unsandboxed too
@@ -66,7 +67,7 @@ def build_specs(tasks: list[Task], opts: EvalOptions, done: set, config: bytes |
                 max_steps=task.max_steps or opts.max_steps, timeout=task.timeout or opts.timeout,
                 check_timeout=task.check_timeout, replay=task.replay.read_bytes() if task.replay else None,
                 check_sandbox=opts.check_sandbox,
-                agent_args=tuple(opts.agent_args), config=config, environ=environ))
+                flags=opts.flags, config=config, environ=environ))
     return specs
 
 

@@ -20,8 +20,18 @@ Failed = Callable[[TaskRun, BaseException], None]
 
 
 def run_local(specs: Sequence[TaskRun], jobs: int, done: Done, failed: Failed, stop: threading.Event) -> None:
-    """Run specs `jobs` at a time. Each run's work is in its own processes (setup, agent, check); the
-    threads here only start them and wait, so N of them keep N runs going without sharing a GIL's work."""
+    """Run specs `jobs` at a time. Each run's work is in other processes (setup, check, and the agent in a
+    worker each thread keeps); the threads here only start them and wait, so N of them keep N runs going
+    without sharing a GIL's work."""
+    from loopagent.eval.workers import close_all
+
+    try:
+        _run(specs, jobs, done, failed, stop)
+    finally:
+        close_all()  # the runs' worker processes (eval/workers.py), idle once the pool is done
+
+
+def _run(specs: Sequence[TaskRun], jobs: int, done: Done, failed: Failed, stop: threading.Event) -> None:
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="loop-eval") as pool:
         pending = {pool.submit(run_task, spec): spec for spec in specs}
         try:

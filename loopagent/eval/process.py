@@ -35,14 +35,18 @@ class Children:
         self.stopping = threading.Event()
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], polite: bool, separate: bool):
+        # the agent's JSON lines are read whole as text; a shell command's bytes go through a Tail
+        return self.open(argv, polite, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE if separate else subprocess.STDOUT,
+                         text=separate, errors="replace" if separate else None)
+
+    def open(self, argv: list[str], polite: bool, **popen) -> subprocess.Popen:
+        """Start `argv` in its own session with the parent-death signal, as one of the live children (a run's
+        worker: eval/workers.py). Raises Stopped once the eval is stopping."""
         with self.lock:
             if self.stopping.is_set():
                 raise Stopped("the eval is stopping")
-            # the agent's JSON lines are read whole as text; a shell command's bytes go through a Tail
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE if separate else subprocess.STDOUT,
-                                    text=separate, errors="replace" if separate else None, start_new_session=True,
-                                    preexec_fn=die_with_loop())
+            proc = subprocess.Popen(argv, start_new_session=True, preexec_fn=die_with_loop(), **popen)
             self.live[proc] = polite
             return proc
 

@@ -1,8 +1,9 @@
 """One task run, self-contained so it can run on any worker: no shared file system, no driver state.
 
 A `TaskRun` carries the repo as bytes; `run_task` unpacks it into a fresh directory with its own
-LOOP_HOME, runs the optional setup, the agent headless (`loop agent --json`) under the task's limits,
-then the check outside the agent's reach, and returns the result line, the session bytes and the diff.
+LOOP_HOME, runs the optional setup, the agent headless under the task's limits (in a worker process that
+calls `loopagent.run`, as `loop agent --json` would run it: eval/workers.py), then the check outside the
+agent's reach, and returns the result line, the session bytes and the diff.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from loopagent.eval.copies import TAG, run_copy, sweep_once
 from loopagent.eval.process import Stopped, run_bounded
 from loopagent.eval.tree import diff_trees, pack, unpack
-from loopagent.spawn import python_argv
+from loopagent.run.spec import Flags
 
 GRACE = 30.0  # seconds past the task's own --timeout before the harness kills the agent itself
 TAIL = 2000  # characters of check output kept in the result line
@@ -37,7 +38,7 @@ class TaskRun:
     check_timeout: float = 600.0
     check_sandbox: str = "workspace-write"  # the check runs code the agent wrote: walled like its shell calls
     replay: bytes | None = None  # recorded turns, written into the run's directory for --replay
-    agent_args: tuple[str, ...] = ()  # flags for `loop agent`: --base-url, -m, --approval, --sandbox…
+    flags: Flags = field(default_factory=Flags)  # the runs' settings given as flags: base URL, model, approval…
     config: bytes | None = None  # the user's config.json (prices, servers) for the run's LOOP_HOME
     environ: dict[str, str] = field(default_factory=dict)  # extra variables for the agent (API keys)
 
@@ -74,20 +75,25 @@ def run_task(spec: TaskRun) -> dict:
 
 
 def _agent(spec: TaskRun, root: Path, repo: Path, home: Path, path: str) -> dict:
-    # -P: the agent starts in the copy, where a model-written `bashlex.py` must not shadow loop's own imports
-    argv = python_argv("-m", "loopagent", "agent", "--json", "-C", str(repo), *spec.agent_args)
-    if spec.max_steps is not None:
-        argv += ["--max-steps", str(spec.max_steps)]
-    if spec.timeout is not None:
-        argv += ["--timeout", f"{spec.timeout:g}"]
+    """The agent's run, in a worker process of this thread (eval/workers.py) that calls `loopagent.run`."""
+    from loopagent.eval.workers import carry_out
+    from loopagent.secrets import is_secret
+
+    flags = replace(spec.flags, max_steps=spec.max_steps, timeout=spec.timeout)
+    replay = None
     if spec.replay is not None:
-        (root / "turns.json").write_bytes(spec.replay)
-        argv += ["--replay", str(root / "turns.json")]
-    env = {**os.environ, **spec.environ, "LOOP_HOME": str(home), "PATH": path, TAG: str(root)}
+        replay = root / "turns.json"
+        replay.write_bytes(spec.replay)
+    env = {**os.environ, "LOOP_HOME": str(home), "PATH": path, TAG: str(root)}
+    secrets = {k: v for k, v in env.items() if is_secret(k, v)}  # in the job, never the worker's environment
+    env = {k: v for k, v in env.items() if k not in secrets}
+    job = {"prompt": spec.prompt, "repo": str(repo), "home": str(home), "flags": asdict(flags),
+           "replay": str(replay) if replay else None, "env": env, "secrets": {**secrets, **spec.environ}}
     bound = spec.timeout + GRACE if spec.timeout is not None else None
     began = time.monotonic()
-    code, out, err, killed = run_bounded([*argv, "--", spec.prompt], repo, env, bound, polite=True, separate=True)
+    reply, killed = carry_out(job, bound, {k: v for k, v in os.environ.items() if k not in secrets})
     agent_s = time.monotonic() - began
+    code, out, err = reply["code"], reply["out"], reply["err"]
     events = [_json(text) for text in out.splitlines()]
     session = next((e for e in events if e.get("type") == "session"), {})
     end = next((e for e in reversed(events) if e.get("type") == "result"), None)

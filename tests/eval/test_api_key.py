@@ -12,12 +12,13 @@ from tests.fakeserver import FakeServer, text
 KEY = "sk-eval-canary-7f3a9c2e"
 
 
-def command_lines_holding(marker: str) -> list[str]:
-    """The command lines of live processes that contain `marker` (what /proc/PID/cmdline shows anyone)."""
+def command_lines_holding(marker: str, part: str = "cmdline") -> list[str]:
+    """The command lines (or environments) of live processes that contain `marker` (/proc/PID/cmdline shows
+    anyone; /proc/PID/environ the same user, a run's shell call among them)."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            line = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            line = (proc / part).read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
         if proc.name.isdigit() and marker in line:
@@ -34,7 +35,7 @@ def test_the_key_reaches_every_run_through_its_environment_only(tmp_path: Path, 
     seen: list[list[str]] = []
 
     def answer(body: dict):
-        seen.append(command_lines_holding(KEY))  # while the run that asked is alive
+        seen.append(command_lines_holding(KEY) + command_lines_holding(KEY, "environ"))  # while the run is alive
         return text("done")
 
     out = tmp_path / "out"
@@ -46,7 +47,7 @@ def test_the_key_reaches_every_run_through_its_environment_only(tmp_path: Path, 
         auth = [h.get("Authorization") for h in server.headers]
     assert done.returncode == 0, done.stderr + done.stdout
     assert len(seen) == 2 and auth == [f"Bearer {KEY}"] * 2  # each run authenticated
-    assert seen == [[], []]  # no process, loop eval's own or a run's, showed the key in its command line
+    assert seen == [[], []]  # no process, loop eval's own or a run's worker, held the key in its argv or environ
     assert KEY not in done.stdout + done.stderr
     for path in out.rglob("*"):
         assert not path.is_file() or KEY.encode() not in path.read_bytes(), path

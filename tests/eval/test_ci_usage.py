@@ -113,6 +113,7 @@ def test_ctrl_c_ends_the_runs_records_nothing_half_done_and_says_how_to_resume(t
     import threading
 
     from tests.conftest import wait_for
+    from tests.eval.test_hostile_workspace import any_alive, descendants
 
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
@@ -131,6 +132,7 @@ def test_ctrl_c_ends_the_runs_records_nothing_half_done_and_says_how_to_resume(t
                                 env=clean_env(loop_home), stdin=subprocess.DEVNULL)
         try:
             wait_for(lambda: server.requests, 60)  # the run's agent is mid-request
+            under = descendants(proc.pid)  # the run's worker (eval/workers.py), in a session of its own
             proc.send_signal(signal.SIGINT)  # what Ctrl+C sends the eval (its runs have their own sessions)
             stdout, stderr = proc.communicate(timeout=60)
         finally:
@@ -139,5 +141,6 @@ def test_ctrl_c_ends_the_runs_records_nothing_half_done_and_says_how_to_resume(t
                 proc.kill()
                 proc.communicate(timeout=10)
     assert proc.returncode == 130, stderr
+    assert under and not any_alive(under)  # Ctrl+C ended the worker and all under it, not only the eval
     assert f"--resume {out}" in stdout and "Traceback" not in stderr
     assert not (out / "results.jsonl").exists() or (out / "results.jsonl").read_text() == ""
