@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -139,7 +141,13 @@ class SchemaTool(Tool):
 
 
 def parameters_of(params: type[BaseModel]) -> dict[str, Any]:
-    """A pydantic model's JSON schema as tools are offered it: without pydantic's titles."""
+    """A pydantic model's JSON schema as tools are offered it: without pydantic's titles (a copy: a process
+    that builds many runs, an eval worker or a parent with children, makes each model's schema once)."""
+    return copy.deepcopy(_schema_of(params))
+
+
+@functools.cache
+def _schema_of(params: type[BaseModel]) -> dict[str, Any]:
     schema = params.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
