@@ -15,12 +15,14 @@ from typing import Any
 
 from acp import schema
 
-from loopagent.events import TextDelta, ThinkingDelta, ToolCalled, ToolFinished, ToolStarted
+from loopagent.events import Notice, TextDelta, ThinkingDelta, ToolCalled, ToolFinished, ToolStarted
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 KINDS = {"read_file": "read", "list_files": "search", "grep": "search", "write_file": "edit", "edit_file": "edit",
-         "shell": "execute", "task": "think", "skills": "think", "todo_write": "think"}
-VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit"}
+         "shell": "execute", "task": "think", "load_skill": "read", "todo_write": "think"}
+VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit",
+         "task": "Task", "load_skill": "Load skill", "todo_write": "Update the todo list"}
+SKILL_BLOCK = '\n\n<skill name="'  # skills/book.py: a skill `$NAME` loaded follows the person's message so
 PATH_ARGS = {"read_file": "path", "write_file": "path", "edit_file": "path", "list_files": "path", "grep": "path"}
 EDITS = ("write_file", "edit_file")
 
@@ -40,7 +42,9 @@ def title(call: ToolCall, args: Any, subject: str = "") -> str:
     if call.name == "shell" and isinstance(args.get("command"), str):
         return args["command"]
     verb = VERBS.get(call.name, call.name)
-    what = subject or str(args.get("path") or args.get("pattern") or "")
+    if not subject and call.name == "task":  # a replayed call: the subject the tool gives it (tools/task.py)
+        subject = f"{args.get('agent') or 'explore'}: {args.get('description') or ''}"
+    what = subject or str(args.get("path") or args.get("pattern") or args.get("name") or "")
     return f"{verb} {what}".strip()
 
 
@@ -128,6 +132,16 @@ class Feed:
                                               status="in_progress"))
         elif isinstance(event, ToolFinished):
             self.finished(event.call, event.result)
+        elif isinstance(event, Notice) and event.kind == "skill":
+            self.skill(event.text)
+
+    def skill(self, note: str) -> None:
+        """A skill the person's `$NAME` loaded before the model was asked, shown as a finished call, as one
+        the model's load_skill loads is (the note says which, from where, or why not)."""
+        n = len([i for i in self.used if i.startswith("skill-")]) + 1
+        self.used.add(f"skill-{n}")
+        self.post(schema.ToolCallStart(session_update="tool_call", tool_call_id=f"skill-{n}", title=note, kind="read",
+                                       status="failed" if "could not be loaded" in note else "completed"))
 
     def text_of(self, call: ToolCall) -> str | None:
         args = arguments(call)
@@ -160,8 +174,9 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
     feed = Feed(post, root, lambda path: None)
     for at, message in enumerate(history):
         if isinstance(message, UserMessage):
+            words = typed(message.content).split(SKILL_BLOCK)[0]
             post(schema.UserMessageChunk(session_update="user_message_chunk",
-                                         content=schema.TextContentBlock(type="text", text=typed(message.content))))
+                                         content=schema.TextContentBlock(type="text", text=words)))
         elif isinstance(message, AssistantMessage):
             if message.thinking:
                 post(schema.AgentThoughtChunk(session_update="agent_thought_chunk",

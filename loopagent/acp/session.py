@@ -134,6 +134,13 @@ class Session:
             log.info("%s", note)
         return with_attachments(text, attached)
 
+    def skills(self) -> dict[str, str]:
+        """The run's skills (those `$NAME` and `/skill:NAME` load), name -> description."""
+        from loopagent.skills import SkillBook
+
+        book = self.run.agent.steering.skills
+        return {s.name: s.description for s in book.found.skills} if isinstance(book, SkillBook) else {}
+
     # -- modes --------------------------------------------------------------------------------------
 
     @property
@@ -159,21 +166,26 @@ class Session:
             raise RequestError.invalid_request({"details": "a prompt is already running in this session"})
         self.idle.clear()
 
-    async def turn(self, text: str) -> str:
+    async def turn(self, text: str, attached: list[str] | None = None) -> str:
         """One prompt to its end; the ACP stop reason. Raises RequestError when a turn is running or the run
         failed outside the model's control (the server, the session file)."""
         self.claim()
         self.cancel = cancel = Cancel()
         try:
-            end = await asyncio.to_thread(self.turn_in_thread, text, cancel)
+            end = await asyncio.to_thread(self.turn_in_thread, text, attached or [], cancel)
         finally:
             assert self.outbox is not None
             await self.outbox.flush()
         return stop_reason(end)
 
-    def turn_in_thread(self, text: str, cancel: Cancel) -> Any:
+    def turn_in_thread(self, text: str, attached: list[str], cancel: Cancel) -> Any:
+        """The turn as the REPL runs one (cli/repl/repl.py `turn`): the loop reads `$NAME` skills in what was
+        typed, while the model gets it with its mentions and embedded resources attached."""
+        from loopagent.messages import UserMessage
+
         try:
-            return self.run.turn(self.with_mentions(text), cancel)
+            message = "\n\n".join([self.with_mentions(text), *attached])
+            return self.run.agent.run(self.run.rec.history, text, cancel, UserMessage(message))
         finally:
             self.cancel = None
             self.idle.set()
