@@ -100,20 +100,47 @@ class Feed:
 
     def __init__(self, post: Callable[[Any], None], root: str, files: Callable[[str], str | None],
                  writes: Callable[[], dict[str, tuple[str | None, str]]] = dict):
+        import threading
+
         self.post, self.root, self.files, self.writes = post, root, files, writes
         self.ids: dict[str, str] = {}  # the model's call id -> the ACP id (unique in the session)
         self.used: set[str] = set()
+        self.lock = threading.Lock()  # parallel calls (read-only children) take ids at once
         self.before: dict[str, str | None] = {}  # ACP id -> the file's text before an edit ran
+        self.running: dict[str, ToolCall] = {}  # ACP id -> a call shown and not finished yet
+        self.unshown: set[str] = set()  # ACP ids of calls only a question showed (a task child's)
 
     def id_of(self, call: ToolCall, new: bool = False) -> str:
         if new or call.id not in self.ids:
+            self.ids[call.id] = self.fresh(call)
+        return self.ids[call.id]
+
+    def fresh(self, call: ToolCall) -> str:
+        with self.lock:
             acp_id, n = call.id or "call", 1
             while acp_id in self.used:
                 n += 1
                 acp_id = f"{call.id}#{n}"
             self.used.add(acp_id)
-            self.ids[call.id] = acp_id
-        return self.ids[call.id]
+            return acp_id
+
+    def asked_id(self, call: ToolCall) -> str:
+        """The ACP id of a call a question is about: the shown call's, or for a call the editor has not seen (a
+        task child's, whose model may reuse the parent's ids) a new one, which `settled` closes."""
+        known = self.ids.get(call.id)
+        if known is not None and self.running.get(known) == call:
+            return known
+        acp_id = self.fresh(call)
+        self.unshown.add(acp_id)
+        return acp_id
+
+    def settled(self, acp_id: str, allowed: bool) -> None:
+        """A question answered: a call shown only by it ends there (what it does next is the child's)."""
+        if acp_id in self.unshown:
+            self.unshown.discard(acp_id)
+            what = "allowed: the task's child agent runs it" if allowed else "rejected: the child agent is told so"
+            self.post(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id=acp_id,
+                                              status="completed" if allowed else "failed", content=[text_content(what)]))
 
     def __call__(self, event: object) -> None:
         if isinstance(event, TextDelta):
@@ -123,7 +150,9 @@ class Feed:
             self.post(schema.AgentThoughtChunk(session_update="agent_thought_chunk",
                                                content=schema.TextContentBlock(type="text", text=event.text)))
         elif isinstance(event, ToolCalled):
-            self.post(started(event.call, event.subject, self.root, self.id_of(event.call, new=True)))
+            call_id = self.id_of(event.call, new=True)
+            self.running[call_id] = event.call
+            self.post(started(event.call, event.subject, self.root, call_id))
         elif isinstance(event, ToolStarted):
             call_id = self.id_of(event.call)
             if event.call.name in EDITS:
@@ -151,6 +180,7 @@ class Feed:
 
     def finished(self, call: ToolCall, result: ToolResult) -> None:
         call_id = self.id_of(call)
+        self.running.pop(call_id, None)
         change, before = None, self.before.pop(call_id, None)
         if call.name in EDITS and not result.is_error:
             args = arguments(call)

@@ -92,8 +92,8 @@ class Session:
         self.buffers = ClientBuffers(self.bridge, self.client.conn, lambda: self.id, lambda: self.cancel,
                                      self.client.read_files, self.client.write_files)
         self.feed = Feed(self.post, root, self.text_of, lambda: self.buffers.writes)
-        self.approver = ClientApprover(self.bridge, self.ask, root, self.feed.id_of, self.text_of,
-                                       lambda: self.run.agent.tools.executor.describe())
+        self.approver = ClientApprover(self.bridge, self.ask, root, self.feed.asked_id, self.text_of,
+                                       lambda: self.run.agent.tools.executor.describe(), self.feed.settled)
         editor = self.buffers if self.client.read_files or self.client.write_files else None
         self.run = self.stack.enter_context(open_run(spec, host, [self.feed], approver=self.approver,
                                                      editor=editor))

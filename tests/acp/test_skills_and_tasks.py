@@ -91,3 +91,32 @@ def test_a_task_child_is_one_call_whose_result_is_its_answer(server: FakeServer,
             assert client.text() == "The file greets."
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_a_childs_question_is_a_call_of_its_own_and_is_settled(server: FakeServer, workspace: Path) -> None:
+    """A general child in mode ask asks through the editor. Its call's id is the parent's earlier one (servers
+    number calls per reply): the question must not reopen the parent's finished call, and, as the child's
+    calls are not shown, the question's call is closed once answered."""
+    server.add(tools(("write_file", {"path": "b.txt", "content": "b\n"})),
+               tools(("task", {"description": "write c", "prompt": "write c.txt", "agent": "general"})),
+               tools(("write_file", {"path": "c.txt", "content": "c\n"})),  # the child's: the same call id
+               text("wrote c.txt"), text("done"))
+
+    async def main() -> None:
+        async with in_process(defaults(server)) as (conn, client, _):
+            await conn.initialize(protocol_version=1)
+            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+            await conn.set_session_mode(session_id=sid, mode_id="ask")
+            client.answers = ["allow_once", "allow_once"]
+            await conn.prompt(session_id=sid, prompt=words("write b, then have c written"))
+            assert (workspace / "c.txt").read_text() == "c\n"
+            parent_write, task = client.calls()
+            first, second = (p.tool_call.tool_call_id for p in client.permissions)
+            assert first == parent_write.tool_call_id
+            assert second not in (parent_write.tool_call_id, task.tool_call_id)
+            assert client.permissions[1].tool_call.title == "Write c.txt"
+            assert client.progress(parent_write.tool_call_id)[-1].status == "completed"
+            (settled,) = client.progress(second)
+            assert settled.status == "completed" and "child agent" in settled.content[0].content.text
+
+    asyncio.run(asyncio.wait_for(main(), 60))
