@@ -149,6 +149,11 @@ def test_the_todo_list_is_sent_as_a_plan(server: FakeServer, workspace: Path) ->
             assert (call.title, call.kind) == ("Update the todo list", "think")
             (plan,) = [u for u in client.updates if u.session_update == "plan"]
             assert [(e.content, e.status) for e in plan.entries] == [(t["content"], t["status"]) for t in todos]
+        async with in_process(defaults(server)) as (conn, client, _):  # reopened: the list is shown again
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            (plan,) = [u for u in client.updates if u.session_update == "plan"]
+            assert [e.content for e in plan.entries] == ["read the code", "fix it"]
 
     asyncio.run(asyncio.wait_for(main(), 60))
 

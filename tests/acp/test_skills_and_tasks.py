@@ -89,6 +89,12 @@ def test_a_task_child_is_one_call_whose_result_is_its_answer(server: FakeServer,
             assert result.startswith("a.txt says hello.") and "child session" in result
             assert user_texts(server.requests[1]) == ["What does a.txt say?"]  # the child's own short history
             assert client.text() == "The file greets."
+        async with in_process(defaults(server)) as (conn, client, _):  # reopened: the same call, finished
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            (call,) = client.calls()
+            assert (call.title, call.kind, call.status) == ("Task explore: find the greeting", "think", "completed")
+            assert call.content[0].content.text.startswith("a.txt says hello.")
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
