@@ -22,6 +22,7 @@ KINDS = {"read_file": "read", "list_files": "search", "grep": "search", "write_f
          "shell": "execute", "task": "think", "load_skill": "read", "todo_write": "think"}
 VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit",
          "task": "Task", "load_skill": "Load skill", "todo_write": "Update the todo list"}
+MODE_NOTE = "[plan mode is o"  # cli/repl/plan_cmd.py: the note of a switch into or out of plan mode opens ...
 SKILL_BLOCK = '\n\n<skill name="'  # skills/book.py: a skill `$NAME` loaded follows the person's message so
 PATH_ARGS = {"read_file": "path", "write_file": "path", "edit_file": "path", "list_files": "path", "grep": "path"}
 EDITS = ("write_file", "edit_file")
@@ -205,6 +206,8 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
     for at, message in enumerate(history):
         if isinstance(message, UserMessage):
             words = typed(message.content).split(SKILL_BLOCK)[0]
+            while words.startswith(MODE_NOTE) and "]\n\n" in words:  # session.py `set_mode`'s note
+                words = words.split("]\n\n", 1)[1]
             post(schema.UserMessageChunk(session_update="user_message_chunk",
                                          content=schema.TextContentBlock(type="text", text=words)))
         elif isinstance(message, AssistantMessage):

@@ -109,11 +109,13 @@ def test_a_project_file_still_only_tightens(server: FakeServer, workspace: Path)
 @pytest.mark.parametrize("sandbox", [None, "off"])
 def test_plan_is_a_mode_in_which_nothing_changes(server: FakeServer, workspace: Path, sandbox: str | None) -> None:
     """Plan mode as an editor's mode: offered with what it means; a write refused, a shell write failing (the
-    workspace read-only in the sandbox; without it, a command not shown read-only is refused); reads run."""
+    workspace read-only in the sandbox; without it, a command not shown read-only is refused); reads run. The
+    model is told of each switch with the next message, as /plan tells it; a replay shows the words typed."""
     if sandbox is None and where_shells_run():
         pytest.skip("plan mode's read-only workspace needs bubblewrap")
     server.add(tools(("write_file", {"path": "planned.txt", "content": "x\n"}),
-                     ("shell", {"command": "echo x > planned.txt"}), ("read_file", {"path": "a.txt"})), text("ok"))
+                     ("shell", {"command": "echo x > planned.txt"}), ("read_file", {"path": "a.txt"})), text("ok"),
+               tools(("write_file", {"path": "planned.txt", "content": "x\n"})), text("done"))
 
     async def main() -> None:
         async with in_process(Defaults(Flags(base_url=server.url, ctx_size=16384, sandbox=sandbox))) \
@@ -132,6 +134,18 @@ def test_plan_is_a_mode_in_which_nothing_changes(server: FakeServer, workspace: 
             assert shell.status == "failed" and why in shell.content[0].content.text
             assert read.status == "completed" and "hello" in read.content[0].content.text
             assert client.permissions == []  # nothing in plan mode needed the person
+            assert user_texts(server.requests[0])[-1].startswith("[plan mode is on: nothing may change")
+            await conn.set_session_mode(session_id=new.session_id, mode_id="edits")
+            await conn.prompt(session_id=new.session_id, prompt=words("do it"))
+            assert (workspace / "planned.txt").read_text() == "x\n"  # the plan carried out
+            told = user_texts(server.requests[2])[-1]
+            assert told.startswith("[plan mode is off (approval edits): you may now") and told.endswith("do it")
+        async with in_process(Defaults(Flags(base_url=server.url, ctx_size=16384, sandbox=sandbox))) \
+                as (conn, client, _):  # reopened: the person's words only
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=new.session_id, mcp_servers=[])
+            said = [u.content.text for u in client.updates if u.session_update == "user_message_chunk"]
+            assert said == ["write", "do it"]
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
