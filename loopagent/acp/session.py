@@ -79,7 +79,7 @@ class Session:
         self.cancel: Cancel | None = None  # the running turn's
         self.idle = threading.Event()
         self.idle.set()
-        self.plan_note = ""  # for the next message: plan mode was switched on or off (set_mode)
+        self.plan_switched = False  # plan mode was switched on or off since the last message (set_mode)
 
     # -- opening ------------------------------------------------------------------------------------
 
@@ -156,13 +156,11 @@ class Session:
         """Switch the approval mode (as /approval does); an unknown mode or one looser than the project
         file's is an invalid-params error. Into or out of plan mode the model is told with the next message,
         as the REPL's /plan tells it (the conversation stays: the plan is the last answer)."""
-        from loopagent.cli.repl.plan_cmd import OFF_NOTE, ON_NOTE
-
         before = self.mode
         if why := self.run.agent.policy.switch(mode):
             raise RequestError.invalid_params({"modeId": mode, "details": why})
         if (mode == "plan") != (before == "plan"):  # a switch back before any message: nothing to tell
-            self.plan_note = "" if self.plan_note else ON_NOTE if mode == "plan" else OFF_NOTE.format(mode=mode)
+            self.plan_switched = not self.plan_switched
         self.post(schema.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode))
 
     # -- turns --------------------------------------------------------------------------------------
@@ -191,12 +189,20 @@ class Session:
         from loopagent.messages import UserMessage
 
         try:
-            note, self.plan_note = self.plan_note, ""
-            message = "\n\n".join([*([note] if note else []), self.with_mentions(text), *attached])
+            message = "\n\n".join([*self.mode_note(), self.with_mentions(text), *attached])
             return self.run.agent.run(self.run.rec.history, text, cancel, UserMessage(message))
         finally:
             self.cancel = None
             self.idle.set()
+
+    def mode_note(self) -> list[str]:
+        """What the next message tells the model of a switch into or out of plan mode (the REPL's /plan note)."""
+        from loopagent.cli.repl.plan_cmd import OFF_NOTE, ON_NOTE
+
+        switched, self.plan_switched = self.plan_switched, False
+        if not switched:
+            return []
+        return [ON_NOTE if self.mode == "plan" else OFF_NOTE.format(mode=self.mode)]
 
     def stop(self) -> None:
         """session/cancel: end the running turn, if any."""
