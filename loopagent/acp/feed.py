@@ -19,7 +19,7 @@ from loopagent.events import Notice, TextDelta, ThinkingDelta, ToolCalled, ToolF
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 KINDS = {"read_file": "read", "list_files": "search", "grep": "search", "write_file": "edit", "edit_file": "edit",
-         "shell": "execute", "task": "think", "load_skill": "read", "todo_write": "think"}
+         "shell": "execute", "task": "think", "load_skill": "think", "todo_write": "think"}  # DESIGN: task, skills think
 VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit",
          "task": "Task", "load_skill": "Load skill", "todo_write": "Update the todo list"}
 MODE_NOTE = "[plan mode is o"  # cli/repl/plan_cmd.py: the note of a switch into or out of plan mode opens ...
@@ -170,7 +170,7 @@ class Feed:
         the model's load_skill loads is (the note says which, from where, or why not)."""
         n = len([i for i in self.used if i.startswith("skill-")]) + 1
         self.used.add(f"skill-{n}")
-        self.post(schema.ToolCallStart(session_update="tool_call", tool_call_id=f"skill-{n}", title=note, kind="read",
+        self.post(schema.ToolCallStart(session_update="tool_call", tool_call_id=f"skill-{n}", title=note, kind="think",
                                        status="failed" if "could not be loaded" in note else "completed"))
 
     def text_of(self, call: ToolCall) -> str | None:

@@ -54,7 +54,7 @@ def test_skills_are_commands_and_load_before_the_model_is_asked(server: FakeServ
             sent = user_texts(server.requests[1])[-1]
             assert sent.startswith("$forms fill in a.txt\n\n<skill name=\"forms\"") and BODY in sent
             (loaded,) = [c for c in client.calls() if c.title.startswith("loaded skill forms")]
-            assert (loaded.kind, loaded.status) == ("read", "completed")
+            assert (loaded.kind, loaded.status) == ("think", "completed")
             await conn.prompt(session_id=sid, prompt=words("$forms again"))  # loaded once
             assert user_texts(server.requests[2])[-1] == "$forms again"
             answer = await conn.prompt(session_id=sid, prompt=words("/skill:nope x"))
