@@ -114,7 +114,7 @@ class LoopAgent:
         session.start()
         self.sessions[session.id] = session
         # posted now, sent just after the answer that tells the client the session's id
-        session.post(content.available(session.run.rec.home or workspace, workspace))
+        session.post(content.available(session.run.rec.home or workspace, workspace, session.skills()))
         return session
 
     async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> schema.SetSessionModeResponse:
@@ -127,22 +127,30 @@ class LoopAgent:
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> schema.PromptResponse:
         session = self.session(session_id)
         root = str(session.run.rec.workspace)
-        text = content.prompt_text(prompt, root)
+        text, attached = content.prompt_parts(prompt, root)
         if (asked := content.slash(text.strip())) is not None:
             name, args = asked
             if name in content.COMMANDS:
-                answer = await session.command(name, args)
-                session.post(schema.AgentMessageChunk(session_update="agent_message_chunk",
-                                                      content=schema.TextContentBlock(type="text", text=answer)))
-                assert session.outbox is not None
-                await session.outbox.flush()
-                return schema.PromptResponse(stop_reason="end_turn")
-            template = content.templates_of(session.run.rec.home or Path(root), Path(root)).get(name)
-            if template is not None:
+                return await self.say(session, await session.command(name, args))
+            if (skill := content.skill_text(name, args, session.skills())) is not None:
+                if not skill:
+                    return await self.say(session, f"unknown skill {name[len(content.SKILL):]!r}; `loop skills` "
+                                                   "lists the skills and what is wrong with any left out")
+                text = skill
+            elif (template := content.templates_of(session.run.rec.home or Path(root), Path(root)).get(name)):
                 from loopagent.cli.repl.templates import expand
 
                 text = expand(template.text(), args)
-        return schema.PromptResponse(stop_reason=await session.turn(text))
+        return schema.PromptResponse(stop_reason=await session.turn(text, attached))
+
+    @staticmethod
+    async def say(session: Session, answer: str) -> schema.PromptResponse:
+        """A command's answer as the agent's message; the model is not asked."""
+        session.post(schema.AgentMessageChunk(session_update="agent_message_chunk",
+                                              content=schema.TextContentBlock(type="text", text=answer)))
+        assert session.outbox is not None
+        await session.outbox.flush()
+        return schema.PromptResponse(stop_reason="end_turn")
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         if (session := self.sessions.get(session_id)) is not None:

@@ -29,13 +29,14 @@ OPTIONS = [
 
 class ClientApprover:
     """The run's approver (loop.py `Approver`) for one ACP session. `ask` sends session/request_permission
-    (after the updates before it); `ids` gives a call its ACP id (the one its `tool_call` update carries);
+    (after the updates before it); `ids` gives a call its ACP id (the one its `tool_call` update carries, or a
+    new one for a call the editor was not shown, which `settled` then closes);
     `files` reads a file's current text (the editor's buffer if offered)."""
 
     def __init__(self, bridge: Bridge, ask: Callable[[schema.ToolCallUpdate], Awaitable[Any]], root: str,
                  ids: Callable[[ToolCall], str], files: Callable[[str], str | None],
-                 sandbox: Callable[[], str] = lambda: ""):
-        self.bridge, self.ask, self.root = bridge, ask, root
+                 sandbox: Callable[[], str] = lambda: "", settled: Callable[[str, bool], None] = lambda i, a: None):
+        self.bridge, self.ask, self.root, self.settled = bridge, ask, root, settled  # settled(ACP id, allowed)
         self.ids, self.files, self.sandbox = ids, files, sandbox  # sandbox: where a command asked about runs
         self.always: set[tuple[str, str]] = set()
         self.never: set[tuple[str, str]] = set()
@@ -47,20 +48,27 @@ class ClientApprover:
         if key in self.never:
             return False
         request = self.request(call, subject, preview, decision)
-        try:
-            answer = self.bridge.call(lambda: self.ask(request), cancel)
-        except Cancelled:
-            return False
-        except Exception as exc:  # a client that cannot ask: nothing runs unasked
-            log.warning("session/request_permission failed: %s", message_of(exc))
-            return False
-        outcome = answer.outcome
-        chosen = getattr(outcome, "option_id", None) if getattr(outcome, "outcome", "") == "selected" else None
+        chosen = self.chosen(request, cancel)
         if chosen == "allow_always":
             self.always.add(key)
         elif chosen == "reject_always":
             self.never.add(key)
-        return chosen in ("allow_once", "allow_always")
+        allowed = chosen in ("allow_once", "allow_always")
+        self.settled(request.tool_call_id, allowed)
+        return allowed
+
+    def chosen(self, request: schema.ToolCallUpdate, cancel: Cancel) -> str | None:
+        """The option the person chose; None for a cancelled turn or a client that cannot ask (nothing runs
+        unasked)."""
+        try:
+            answer = self.bridge.call(lambda: self.ask(request), cancel)
+        except Cancelled:
+            return None
+        except Exception as exc:
+            log.warning("session/request_permission failed: %s", message_of(exc))
+            return None
+        outcome = answer.outcome
+        return getattr(outcome, "option_id", None) if getattr(outcome, "outcome", "") == "selected" else None
 
     def request(self, call: ToolCall, subject: str, preview: str, decision: Decision) -> schema.ToolCallUpdate:
         """The call as the question shows it: the exact command (and where it runs) or the file's diff."""

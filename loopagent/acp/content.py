@@ -2,8 +2,9 @@
 
 Text is taken as typed; a resource link becomes `@path` (relative inside the workspace), which is then
 attached as the REPL attaches a mention (session.py); an embedded resource's text is attached below the
-message with its URI. The commands are the prompt templates (cli/repl/templates.py) and the few
-REPL commands that make sense beside an editor (checkpoints and undo).
+message with its URI. The commands are the prompt templates (cli/repl/templates.py), the few
+REPL commands that make sense beside an editor (checkpoints and undo), and `skill:NAME` for each skill (as the
+REPL's `/skill:NAME`: the skill is loaded before the model is asked).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ COMMANDS = {
     "diff": "the change to the files since the session started",
     "compact": "summarise older turns now: /compact [focus]",
 }
+SKILL = "skill:"  # `/skill:NAME text` is sent as `$NAME text` (skills/book.py loads what `$NAME` names)
 
 
 def local_path(uri: str) -> str | None:
@@ -41,6 +43,13 @@ def shown(uri: str, root: str) -> str:
 
 def prompt_text(blocks: list[Any], root: str) -> str:
     """The user message for a prompt's blocks."""
+    text, attached = prompt_parts(blocks, root)
+    return "\n\n".join([text, *attached]) if attached else text
+
+
+def prompt_parts(blocks: list[Any], root: str) -> tuple[str, list[str]]:
+    """What the person typed (text, and resource links as `@path`), and the embedded resources' blocks: only
+    the typed part is read for `$NAME` skills, as at the REPL (a file's text names none on its own)."""
     parts: list[str] = []
     attached: list[str] = []
     for block in blocks:
@@ -57,8 +66,7 @@ def prompt_text(blocks: list[Any], root: str) -> str:
                 attached.append(f"({name}: binary content, not attached)")
         else:
             parts.append(f"({getattr(block, 'type', 'content')} not supported: not attached)")
-    text = " ".join(p for p in parts if p)
-    return "\n\n".join([text, *attached]) if attached else text
+    return " ".join(p for p in parts if p), attached
 
 
 def slash(text: str) -> tuple[str, str] | None:
@@ -77,7 +85,17 @@ def templates_of(home: Path, workspace: Path) -> dict[str, Any]:
     return {name.removeprefix("/"): t for name, t in found.items()}
 
 
-def available(home: Path, workspace: Path) -> schema.AvailableCommandsUpdate:
+def skill_text(name: str, args: str, skills: dict[str, str]) -> str | None:
+    """The message `/skill:NAME args` stands for, or None when `name` is no `skill:` command; "" for an
+    unknown skill (nothing is sent)."""
+    if not name.startswith(SKILL):
+        return None
+    skill = name[len(SKILL):]
+    return f"${skill} {args}".strip() if skill in skills else ""
+
+
+def available(home: Path, workspace: Path, skills: dict[str, str] | None = None) -> schema.AvailableCommandsUpdate:
+    """The commands an editor offers after `/`; `skills`: name -> description."""
     commands = [schema.AvailableCommand(name=name, description=help_,
                                         input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(
                                             hint="focus")) if name == "compact" else None)
@@ -86,4 +104,8 @@ def available(home: Path, workspace: Path) -> schema.AvailableCommandsUpdate:
         commands.append(schema.AvailableCommand(
             name=name, description=template.help,
             input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint="arguments"))))
+    for name, description in (skills or {}).items():
+        commands.append(schema.AvailableCommand(
+            name=f"{SKILL}{name}", description=f"skill: {description}",
+            input=schema.AvailableCommandInput(root=schema.UnstructuredCommandInput(hint="what to do with it"))))
     return schema.AvailableCommandsUpdate(session_update="available_commands_update", available_commands=commands)

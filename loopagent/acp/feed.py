@@ -15,12 +15,15 @@ from typing import Any
 
 from acp import schema
 
-from loopagent.events import TextDelta, ThinkingDelta, ToolCalled, ToolFinished, ToolStarted
+from loopagent.events import Notice, TextDelta, ThinkingDelta, ToolCalled, ToolFinished, ToolStarted
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 
 KINDS = {"read_file": "read", "list_files": "search", "grep": "search", "write_file": "edit", "edit_file": "edit",
-         "shell": "execute", "task": "think", "skills": "think", "todo_write": "think"}
-VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit"}
+         "shell": "execute", "task": "think", "load_skill": "think", "todo_write": "think"}  # DESIGN: task, skills think
+VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit",
+         "task": "Task", "load_skill": "Load skill", "todo_write": "Update the todo list"}
+MODE_NOTE = "[plan mode is o"  # cli/repl/plan_cmd.py: the note of a switch into or out of plan mode opens ...
+SKILL_BLOCK = '\n\n<skill name="'  # skills/book.py: a skill `$NAME` loaded follows the person's message so
 PATH_ARGS = {"read_file": "path", "write_file": "path", "edit_file": "path", "list_files": "path", "grep": "path"}
 EDITS = ("write_file", "edit_file")
 
@@ -40,7 +43,9 @@ def title(call: ToolCall, args: Any, subject: str = "") -> str:
     if call.name == "shell" and isinstance(args.get("command"), str):
         return args["command"]
     verb = VERBS.get(call.name, call.name)
-    what = subject or str(args.get("path") or args.get("pattern") or "")
+    if not subject and call.name == "task":  # a replayed call: the subject the tool gives it (tools/task.py)
+        subject = f"{args.get('agent') or 'explore'}: {args.get('description') or ''}"
+    what = subject or str(args.get("path") or args.get("pattern") or args.get("name") or "")
     return f"{verb} {what}".strip()
 
 
@@ -96,20 +101,47 @@ class Feed:
 
     def __init__(self, post: Callable[[Any], None], root: str, files: Callable[[str], str | None],
                  writes: Callable[[], dict[str, tuple[str | None, str]]] = dict):
+        import threading
+
         self.post, self.root, self.files, self.writes = post, root, files, writes
         self.ids: dict[str, str] = {}  # the model's call id -> the ACP id (unique in the session)
         self.used: set[str] = set()
+        self.lock = threading.Lock()  # parallel calls (read-only children) take ids at once
         self.before: dict[str, str | None] = {}  # ACP id -> the file's text before an edit ran
+        self.running: dict[str, ToolCall] = {}  # ACP id -> a call shown and not finished yet
+        self.unshown: set[str] = set()  # ACP ids of calls only a question showed (a task child's)
 
     def id_of(self, call: ToolCall, new: bool = False) -> str:
         if new or call.id not in self.ids:
+            self.ids[call.id] = self.fresh(call)
+        return self.ids[call.id]
+
+    def fresh(self, call: ToolCall) -> str:
+        with self.lock:
             acp_id, n = call.id or "call", 1
             while acp_id in self.used:
                 n += 1
                 acp_id = f"{call.id}#{n}"
             self.used.add(acp_id)
-            self.ids[call.id] = acp_id
-        return self.ids[call.id]
+            return acp_id
+
+    def asked_id(self, call: ToolCall) -> str:
+        """The ACP id of a call a question is about: the shown call's, or for a call the editor has not seen (a
+        task child's, whose model may reuse the parent's ids) a new one, which `settled` closes."""
+        known = self.ids.get(call.id)
+        if known is not None and self.running.get(known) == call:
+            return known
+        acp_id = self.fresh(call)
+        self.unshown.add(acp_id)
+        return acp_id
+
+    def settled(self, acp_id: str, allowed: bool) -> None:
+        """A question answered: a call shown only by it ends there (what it does next is the child's)."""
+        if acp_id in self.unshown:
+            self.unshown.discard(acp_id)
+            what = "allowed: the task's child agent runs it" if allowed else "rejected: the child agent is told so"
+            self.post(schema.ToolCallProgress(session_update="tool_call_update", tool_call_id=acp_id,
+                                              status="completed" if allowed else "failed", content=[text_content(what)]))
 
     def __call__(self, event: object) -> None:
         if isinstance(event, TextDelta):
@@ -119,7 +151,9 @@ class Feed:
             self.post(schema.AgentThoughtChunk(session_update="agent_thought_chunk",
                                                content=schema.TextContentBlock(type="text", text=event.text)))
         elif isinstance(event, ToolCalled):
-            self.post(started(event.call, event.subject, self.root, self.id_of(event.call, new=True)))
+            call_id = self.id_of(event.call, new=True)
+            self.running[call_id] = event.call
+            self.post(started(event.call, event.subject, self.root, call_id))
         elif isinstance(event, ToolStarted):
             call_id = self.id_of(event.call)
             if event.call.name in EDITS:
@@ -128,6 +162,16 @@ class Feed:
                                               status="in_progress"))
         elif isinstance(event, ToolFinished):
             self.finished(event.call, event.result)
+        elif isinstance(event, Notice) and event.kind == "skill":
+            self.skill(event.text)
+
+    def skill(self, note: str) -> None:
+        """A skill the person's `$NAME` loaded before the model was asked, shown as a finished call, as one
+        the model's load_skill loads is (the note says which, from where, or why not)."""
+        n = len([i for i in self.used if i.startswith("skill-")]) + 1
+        self.used.add(f"skill-{n}")
+        self.post(schema.ToolCallStart(session_update="tool_call", tool_call_id=f"skill-{n}", title=note, kind="think",
+                                       status="failed" if "could not be loaded" in note else "completed"))
 
     def text_of(self, call: ToolCall) -> str | None:
         args = arguments(call)
@@ -137,6 +181,7 @@ class Feed:
 
     def finished(self, call: ToolCall, result: ToolResult) -> None:
         call_id = self.id_of(call)
+        self.running.pop(call_id, None)
         change, before = None, self.before.pop(call_id, None)
         if call.name in EDITS and not result.is_error:
             args = arguments(call)
@@ -160,8 +205,11 @@ def replay(history: list[Message], post: Callable[[Any], None], root: str) -> No
     feed = Feed(post, root, lambda path: None)
     for at, message in enumerate(history):
         if isinstance(message, UserMessage):
+            words = typed(message.content).split(SKILL_BLOCK)[0]
+            while words.startswith(MODE_NOTE) and "]\n\n" in words:  # session.py `set_mode`'s note
+                words = words.split("]\n\n", 1)[1]
             post(schema.UserMessageChunk(session_update="user_message_chunk",
-                                         content=schema.TextContentBlock(type="text", text=typed(message.content))))
+                                         content=schema.TextContentBlock(type="text", text=words)))
         elif isinstance(message, AssistantMessage):
             if message.thinking:
                 post(schema.AgentThoughtChunk(session_update="agent_thought_chunk",

@@ -79,6 +79,7 @@ class Session:
         self.cancel: Cancel | None = None  # the running turn's
         self.idle = threading.Event()
         self.idle.set()
+        self.plan_switched = False  # plan mode was switched on or off since the last message (set_mode)
 
     # -- opening ------------------------------------------------------------------------------------
 
@@ -92,8 +93,8 @@ class Session:
         self.buffers = ClientBuffers(self.bridge, self.client.conn, lambda: self.id, lambda: self.cancel,
                                      self.client.read_files, self.client.write_files)
         self.feed = Feed(self.post, root, self.text_of, lambda: self.buffers.writes)
-        self.approver = ClientApprover(self.bridge, self.ask, root, self.feed.id_of, self.text_of,
-                                       lambda: self.run.agent.tools.executor.describe())
+        self.approver = ClientApprover(self.bridge, self.ask, root, self.feed.asked_id, self.text_of,
+                                       lambda: self.run.agent.tools.executor.describe(), self.feed.settled)
         editor = self.buffers if self.client.read_files or self.client.write_files else None
         self.run = self.stack.enter_context(open_run(spec, host, [self.feed], approver=self.approver,
                                                      editor=editor))
@@ -134,6 +135,13 @@ class Session:
             log.info("%s", note)
         return with_attachments(text, attached)
 
+    def skills(self) -> dict[str, str]:
+        """The run's skills (those `$NAME` and `/skill:NAME` load), name -> description."""
+        from loopagent.skills import SkillBook
+
+        book = self.run.agent.steering.skills
+        return {s.name: s.description for s in book.found.skills} if isinstance(book, SkillBook) else {}
+
     # -- modes --------------------------------------------------------------------------------------
 
     @property
@@ -146,9 +154,13 @@ class Session:
 
     def set_mode(self, mode: str) -> None:
         """Switch the approval mode (as /approval does); an unknown mode or one looser than the project
-        file's is an invalid-params error."""
+        file's is an invalid-params error. Into or out of plan mode the model is told with the next message,
+        as the REPL's /plan tells it (the conversation stays: the plan is the last answer)."""
+        before = self.mode
         if why := self.run.agent.policy.switch(mode):
             raise RequestError.invalid_params({"modeId": mode, "details": why})
+        if (mode == "plan") != (before == "plan"):  # a switch back before any message: nothing to tell
+            self.plan_switched = not self.plan_switched
         self.post(schema.CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode))
 
     # -- turns --------------------------------------------------------------------------------------
@@ -159,24 +171,38 @@ class Session:
             raise RequestError.invalid_request({"details": "a prompt is already running in this session"})
         self.idle.clear()
 
-    async def turn(self, text: str) -> str:
+    async def turn(self, text: str, attached: list[str] | None = None) -> str:
         """One prompt to its end; the ACP stop reason. Raises RequestError when a turn is running or the run
         failed outside the model's control (the server, the session file)."""
         self.claim()
         self.cancel = cancel = Cancel()
         try:
-            end = await asyncio.to_thread(self.turn_in_thread, text, cancel)
+            end = await asyncio.to_thread(self.turn_in_thread, text, attached or [], cancel)
         finally:
             assert self.outbox is not None
             await self.outbox.flush()
         return stop_reason(end)
 
-    def turn_in_thread(self, text: str, cancel: Cancel) -> Any:
+    def turn_in_thread(self, text: str, attached: list[str], cancel: Cancel) -> Any:
+        """The turn as the REPL runs one (cli/repl/repl.py `turn`): the loop reads `$NAME` skills in what was
+        typed, while the model gets it with its mentions and embedded resources attached."""
+        from loopagent.messages import UserMessage
+
         try:
-            return self.run.turn(self.with_mentions(text), cancel)
+            message = "\n\n".join([*self.mode_note(), self.with_mentions(text), *attached])
+            return self.run.agent.run(self.run.rec.history, text, cancel, UserMessage(message))
         finally:
             self.cancel = None
             self.idle.set()
+
+    def mode_note(self) -> list[str]:
+        """What the next message tells the model of a switch into or out of plan mode (the REPL's /plan note)."""
+        from loopagent.cli.repl.plan_cmd import OFF_NOTE, ON_NOTE
+
+        switched, self.plan_switched = self.plan_switched, False
+        if not switched:
+            return []
+        return [ON_NOTE if self.mode == "plan" else OFF_NOTE.format(mode=self.mode)]
 
     def stop(self) -> None:
         """session/cancel: end the running turn, if any."""

@@ -11,7 +11,6 @@ import pytest
 from acp import RequestError, schema
 
 from loopagent.acp.agent import Defaults
-from loopagent.policy import MODES
 from loopagent.run.spec import Flags
 from tests.acp.harness import in_process, until
 from tests.conftest import where_shells_run
@@ -107,30 +106,50 @@ def test_a_project_file_still_only_tightens(server: FakeServer, workspace: Path)
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-@pytest.mark.skipif("plan" not in MODES, reason="approval mode plan does not exist yet")
-@pytest.mark.skipif(bool(where_shells_run()), reason="plan mode's read-only workspace needs bubblewrap")
-def test_in_mode_plan_a_shell_write_fails(server: FakeServer, workspace: Path) -> None:
-    server.add(tools(("shell", {"command": "echo x > planned.txt"})), text("ok"))
+@pytest.mark.parametrize("sandbox", [None, "off"])
+def test_plan_is_a_mode_in_which_nothing_changes(server: FakeServer, workspace: Path, sandbox: str | None) -> None:
+    """Plan mode as an editor's mode: offered with what it means; a write refused, a shell write failing (the
+    workspace read-only in the sandbox; without it, a command not shown read-only is refused); reads run. The
+    model is told of each switch with the next message, as /plan tells it; a replay shows the words typed."""
+    if sandbox is None and where_shells_run():
+        pytest.skip("plan mode's read-only workspace needs bubblewrap")
+    server.add(tools(("write_file", {"path": "planned.txt", "content": "x\n"}),
+                     ("shell", {"command": "echo x > planned.txt"}), ("read_file", {"path": "a.txt"})), text("ok"),
+               tools(("write_file", {"path": "planned.txt", "content": "x\n"})), text("done"))
 
     async def main() -> None:
-        async with in_process(defaults(server)) as (conn, client, _):
+        async with in_process(Defaults(Flags(base_url=server.url, ctx_size=16384, sandbox=sandbox))) \
+                as (conn, client, _):
             await conn.initialize(protocol_version=1)
-            sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
-            await conn.set_session_mode(session_id=sid, mode_id="plan")
-            client.answers = ["allow_once"]
-            await conn.prompt(session_id=sid, prompt=words("write"))
+            new = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            (plan,) = [m for m in new.modes.available_modes if m.id == "plan"]
+            assert "nothing is changed" in plan.description
+            await conn.set_session_mode(session_id=new.session_id, mode_id="plan")
+            client.answers = ["allow_once"] * 3
+            await conn.prompt(session_id=new.session_id, prompt=words("write"))
             assert not (workspace / "planned.txt").exists()
+            write, shell, read = (client.progress(c.tool_call_id)[-1] for c in client.calls())
+            assert write.status == "failed" and "plan mode" in write.content[0].content.text
+            why = "Read-only file system" if sandbox is None else "plan mode without the sandbox"
+            assert shell.status == "failed" and why in shell.content[0].content.text
+            assert read.status == "completed" and "hello" in read.content[0].content.text
+            assert client.permissions == []  # nothing in plan mode needed the person
+            assert user_texts(server.requests[0])[-1].startswith("[plan mode is on: nothing may change")
+            await conn.set_session_mode(session_id=new.session_id, mode_id="edits")
+            await conn.prompt(session_id=new.session_id, prompt=words("do it"))
+            assert (workspace / "planned.txt").read_text() == "x\n"  # the plan carried out
+            told = user_texts(server.requests[2])[-1]
+            assert told.startswith("[plan mode is off (approval edits): you may now") and told.endswith("do it")
+        async with in_process(Defaults(Flags(base_url=server.url, ctx_size=16384, sandbox=sandbox))) \
+                as (conn, client, _):  # reopened: the person's words only
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=new.session_id, mcp_servers=[])
+            said = [u.content.text for u in client.updates if u.session_update == "user_message_chunk"]
+            assert said == ["write", "do it"]
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-def has_tool(name: str) -> bool:
-    from loopagent.tools import default_tools
-
-    return any(tool.name == name for tool in default_tools())
-
-
-@pytest.mark.skipif(not has_tool("todo_write"), reason="the todo list (todo_write) does not exist yet")
 def test_the_todo_list_is_sent_as_a_plan(server: FakeServer, workspace: Path) -> None:
     todos = [{"content": "read the code", "status": "in_progress"}, {"content": "fix it", "status": "pending"}]
     server.add(tools(("todo_write", {"todos": todos})), text("ok"))
@@ -140,8 +159,15 @@ def test_the_todo_list_is_sent_as_a_plan(server: FakeServer, workspace: Path) ->
             await conn.initialize(protocol_version=1)
             sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
             await conn.prompt(session_id=sid, prompt=words("plan it"))
+            (call,) = client.calls()
+            assert (call.title, call.kind) == ("Update the todo list", "think")
             (plan,) = [u for u in client.updates if u.session_update == "plan"]
             assert [(e.content, e.status) for e in plan.entries] == [(t["content"], t["status"]) for t in todos]
+        async with in_process(defaults(server)) as (conn, client, _):  # reopened: the list is shown again
+            await conn.initialize(protocol_version=1)
+            await conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            (plan,) = [u for u in client.updates if u.session_update == "plan"]
+            assert [e.content for e in plan.entries] == ["read the code", "fix it"]
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
