@@ -23,6 +23,7 @@ from loopagent.messages import (
 )
 from loopagent.session import SessionWriter, header
 from tests.cli.test_export_viewers import FRAGMENTS, JS, MD_REPLY, XSS, Page, assert_inert, viewed
+from tests.fakeserver import text, tools
 
 PARENT = "20260101T000000Z-look-at-the-parser"
 CHILD = "20260101T000001Z-task-find-the-parser"
@@ -177,3 +178,41 @@ def test_no_text_in_a_quoted_child_becomes_a_tag_or_a_link(text):
     from loopagent.export.markdown import code, inline, prose, quoted
 
     assert_inert(viewed("\n".join(quoted([prose(text), "", f"**x** {code(text)}: {inline(text)}"]))))
+
+
+def test_a_real_parent_run_exports_its_child_and_still_resumes(run_loop, server, workspace, tmp_path):
+    from tests.tools.test_task_e2e import events, is_child, responder, run
+
+    child_turns = iter([tools(("read_file", {"path": "a.txt"})), text("a.txt says HELLO-FROM-CHILD (line 1).")])
+    server.respond = responder([tools(("task", {"description": "read a.txt", "prompt": "What does a.txt say?"})),
+                                text("PARENT-SAYS-DONE")], lambda body: next(child_turns))
+    proc = run(run_loop, server, workspace, "--approval", "all", task="look at a.txt")
+    assert proc.returncode == 0, proc.stderr
+    started = [e for e in events(proc.stdout) if e["type"] == "session"]
+    parent = started[0]["id"]
+    [result] = [e for e in events(proc.stdout) if e["type"] == "tool_result"]
+    child = result["content"].rsplit("child session ", 1)[1].rstrip("]")
+
+    md = run_loop("export", "last", cwd=workspace)  # `last` is the parent, though the child's file is newer
+    assert md.returncode == 0, md.stderr
+    out = md.stdout
+    assert out.startswith(f"# Session {parent}")
+    steps = [out.index(s) for s in ("**result** of `task`", f"> **child agent** `explore`, session `{child}`",
+                                    "> **result** of `read_file`: ok", "> a.txt says HELLO-FROM-CHILD",
+                                    "> **child agent explore ended**: completed; 2 model replies", "PARENT-SAYS-DONE")]
+    assert steps == sorted(steps), out
+    html = run_loop("export", "last", "-o", str(tmp_path / "t.html"), cwd=workspace)
+    assert html.returncode == 0, html.stderr
+    page = Page((tmp_path / "t.html").read_text())
+    assert "HELLO-FROM-CHILD" in page.inside("section") and "explore" in page.inside("code")
+
+    # --resume last continues the parent, with its own history: none of the child's messages
+    server.respond = lambda body: text("RESUMED")
+    resumed = run(run_loop, server, workspace, "--approval", "all", "--resume", "last", task="and now?")
+    assert resumed.returncode == 0, resumed.stderr
+    assert next(e["id"] for e in events(resumed.stdout) if e["type"] == "session") == parent
+    last = server.requests[-1]
+    assert not is_child(last) and last["messages"][-1]["content"] == "and now?"
+    roles = [m["role"] for m in last["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "user"], roles
+    assert "HELLO-FROM-CHILD" in json.dumps(last["messages"][3]) and "read_file" not in json.dumps(last["messages"][1:])
