@@ -96,7 +96,8 @@ def child(session: str, parent: Loaded, seen: set[Path], depth: int) -> Transcri
     try:
         loaded = load(path)
     except SessionError as exc:
-        return f"child session {session}: unreadable: {str(exc).replace(str(path), path.name)}"
+        why = str(exc).replace(str(path), path.name).split("; not resuming", 1)[0]
+        return f"child session {session}: unreadable: {why}"
     named = parent_of(loaded.header)
     if named is None or "agent" not in named or named["session"] not in lineage(parent):
         return f"child session {session}: its header does not name this session as its parent"

@@ -8,7 +8,7 @@ else that does not parse is corruption: refused with the file and line, never gu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from loopagent.events import Compacted
@@ -119,9 +119,12 @@ def take(loaded: Loaded, record: dict, path: Path, number: int) -> None:
             raise corrupt(path, number, f"message index {record.get('index')!r}, expected "
                                         f"{len(loaded.history)} (lines are missing or out of order)")
         try:
-            loaded.history.append(from_record(record))
+            message = from_record(record)
         except (KeyError, TypeError, ValueError) as exc:
             raise corrupt(path, number, f"malformed message ({type(exc).__name__}: {exc})") from None
+        if (wrong := mistyped(message)) is not None:
+            raise corrupt(path, number, f"malformed message ({wrong} is not of its type)")
+        loaded.history.append(message)
     elif kind == "compacted":
         try:
             usage = Usage(**record.get("usage") or {})
@@ -132,6 +135,25 @@ def take(loaded: Loaded, record: dict, path: Path, number: int) -> None:
         except (KeyError, TypeError) as exc:
             raise corrupt(path, number, f"malformed compaction record ({exc})") from None
     # header (again), repair, end and unknown record types carry no messages.
+
+
+def mistyped(value: object, name: str = "") -> str | None:
+    """The first field of a message read back whose text is not a string or whose count is not a number
+    (`from_record` takes an edited file's values as they are, and a reader of a dict where a text belongs
+    would fail far from here); None when all are."""
+    if isinstance(value, tuple):
+        return next((w for v in value if (w := mistyped(v, name)) is not None), None)
+    if not is_dataclass(value):
+        return None
+    for f in fields(value):
+        v, where = getattr(value, f.name), f"{name}.{f.name}" if name else f.name
+        if f.type == "str" and not isinstance(v, str):
+            return where
+        if f.type == "int" and (not isinstance(v, int | float) or isinstance(v, bool)):
+            return where
+        if (wrong := mistyped(v, where)) is not None:
+            return wrong
+    return None
 
 
 def check_calls(loaded: Loaded, owners: list[int]) -> None:

@@ -114,6 +114,14 @@ def unreadable(tmp_path: Path) -> str:
     return CHILD
 
 
+def mistyped(tmp_path: Path) -> str:  # an edited file: JSON, but a dict where the answer's text belongs
+    path = child_session(tmp_path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[-2]["text"] = {"a": 1}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return CHILD
+
+
 def a_directory(tmp_path: Path) -> str:
     (tmp_path / f"{CHILD}.jsonl").mkdir()
     return CHILD
@@ -138,6 +146,7 @@ def outside(tmp_path: Path) -> str:  # a session file elsewhere, named by a path
 @pytest.mark.parametrize(("make", "why"), [
     (lambda tmp: CHILD, "not found beside this session"),
     (unreadable, f"unreadable: corrupt session file {CHILD}.jsonl line 2"),
+    (mistyped, f"unreadable: corrupt session file {CHILD}.jsonl line 6: malformed message (text is not of its type)"),
     (a_directory, "not found beside this session"),
     (anothers, "its header does not name this session as its parent"),
     (not_a_child, "its header does not name this session as its parent"),
