@@ -23,6 +23,7 @@ from loopagent.export.transcript import (
     child_line,
     children_totals,
     diff_of,
+    origin,
     outcome,
     record_line,
     shown,
@@ -90,8 +91,8 @@ def page(t: Transcript) -> str:
     head = t.header
     facts = [("task", t.task.split("\n", 1)[0]), ("model", head.get("model")), ("created", head.get("created")),
              ("workspace", head.get("workspace"))]
-    if isinstance(head.get("parent"), dict):
-        facts.append(("forked from", f"{head['parent'].get('session')} at message {head['parent'].get('message')}"))
+    if (came := origin(head)) is not None:
+        facts.append(came)
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            # no network, no script: the page shows what it holds and nothing runs
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">",

@@ -24,6 +24,7 @@ from loopagent.export.transcript import (
     child_line,
     children_totals,
     diff_of,
+    origin,
     outcome,
     record_line,
     shown,
@@ -102,8 +103,8 @@ def markdown(t: Transcript) -> str:
     out = [f"# Session {inline(t.id)}", ""]
     facts = [("task", t.task.split("\n", 1)[0]), ("model", head.get("model")), ("created", head.get("created")),
              ("workspace", head.get("workspace"))]
-    if isinstance(head.get("parent"), dict):
-        facts.append(("forked from", f"{head['parent'].get('session')} at message {head['parent'].get('message')}"))
+    if (came := origin(head)) is not None:
+        facts.append(came)
     out += [f"- **{name}**: {inline(value)}" for name, value in facts if value]
     out.append("")
     out += body(t, 0)

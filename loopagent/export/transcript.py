@@ -208,6 +208,19 @@ def record_line(record: dict) -> str:
     return f"{kind} record"
 
 
+def origin(header: dict) -> tuple[str, str] | None:
+    """Where a session came from, as a fact: the session it was forked from, or the one whose `task`
+    call started it (None: neither)."""
+    parent, up = header.get("parent"), parent_of(header)
+    if not isinstance(parent, dict):
+        return None
+    if up is None:  # an edited header: shown as it was written (escaped by each format)
+        return "forked from", f"{parent.get('session')} at message {parent.get('message')}"
+    if "agent" in up:
+        return "started by", f"{up['session']} (its task call to agent {up['agent']} at message {up['message']})"
+    return "forked from", f"{up['session']} at message {up['message']}"
+
+
 def child_line(t: Transcript) -> str:
     """A child's outcome in one line: its status (and why it stopped), its steps and tokens."""
     why = f" ({t.status_message})" if t.status_message else ""

@@ -87,6 +87,14 @@ def test_the_childs_transcript_is_nested_under_its_call_in_md_and_html(tmp_path)
     assert "45 prompt + 7 completion tokens" in text
 
 
+def test_a_child_exported_alone_names_the_session_that_started_it(tmp_path):
+    from loopagent.export import export
+
+    md = export(child_session(tmp_path), "md")
+    assert f"- **started by**: {PARENT} (its task call to agent explore at message 2)" in md
+    assert "forked from" not in md
+
+
 def test_a_hostile_child_is_as_inert_as_any_message(tmp_path):
     from loopagent.export import export
 
