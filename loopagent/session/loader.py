@@ -8,7 +8,7 @@ else that does not parse is corruption: refused with the file and line, never gu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopagent.events import Compacted
@@ -137,22 +137,24 @@ def take(loaded: Loaded, record: dict, path: Path, number: int) -> None:
     # header (again), repair, end and unknown record types carry no messages.
 
 
-def mistyped(value: object, name: str = "") -> str | None:
+# The text fields of each message, which `from_record` takes from an edited file as they are.
+TEXTS = {"system": ("content",), "user": ("content",), "assistant": ("text", "thinking"),
+         "tool": ("call_id", "name", "content", "display")}
+
+
+def mistyped(message: Message) -> str | None:
     """The first field of a message read back whose text is not a string or whose count is not a number
-    (`from_record` takes an edited file's values as they are, and a reader of a dict where a text belongs
-    would fail far from here); None when all are."""
-    if isinstance(value, tuple):
-        return next((w for v in value if (w := mistyped(v, name)) is not None), None)
-    if not is_dataclass(value):
-        return None
-    for f in fields(value):
-        v, where = getattr(value, f.name), f"{name}.{f.name}" if name else f.name
-        if f.type == "str" and not isinstance(v, str):
-            return where
-        if f.type == "int" and (not isinstance(v, int | float) or isinstance(v, bool)):
-            return where
-        if (wrong := mistyped(v, where)) is not None:
-            return wrong
+    (a dict where a text belongs would fail far from here, in a reader); None when all are as typed."""
+    wrong = next((name for name in TEXTS[message.role] if not isinstance(getattr(message, name), str)), None)
+    if wrong is not None or not isinstance(message, AssistantMessage):
+        return wrong
+    for call in message.tool_calls:
+        if not (isinstance(call.id, str) and isinstance(call.name, str) and isinstance(call.arguments, str)):
+            return "tool_calls"
+    usage = message.usage
+    if usage is not None and not all(isinstance(n, int | float) and not isinstance(n, bool)
+                                     for n in (usage.prompt_tokens, usage.completion_tokens)):
+        return "usage"
     return None
 
 

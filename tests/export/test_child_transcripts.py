@@ -233,3 +233,20 @@ def test_a_real_parent_run_exports_its_child_and_still_resumes(run_loop, server,
     roles = [m["role"] for m in last["messages"]]
     assert roles == ["system", "user", "assistant", "tool", "assistant", "user"], roles
     assert "HELLO-FROM-CHILD" in json.dumps(last["messages"][3]) and "read_file" not in json.dumps(last["messages"][1:])
+
+
+@pytest.mark.parametrize(("line", "change", "wrong"), [  # line 4 is the child's first reply, 5 its result
+    (4, {"tool_calls": [{"id": {}, "name": "r", "arguments": "{}"}]}, "tool_calls"),
+    (4, {"usage": {"prompt_tokens": "many", "completion_tokens": 1}}, "usage"), (4, {"thinking": 7}, "thinking"),
+    (5, {"call_id": None}, "call_id"), (5, {"content": ["a list"]}, "content"),
+])
+def test_a_message_with_a_field_of_the_wrong_type_is_a_corrupt_line(tmp_path, line, change, wrong):
+    from loopagent.errors import SessionError
+    from loopagent.session import load
+
+    path = child_session(tmp_path)
+    lines = [json.loads(text) for text in path.read_text().splitlines()]
+    lines[line - 1] |= change
+    path.write_text("".join(json.dumps(record) + "\n" for record in lines))
+    with pytest.raises(SessionError, match=rf"line {line}: malformed message \({wrong} is not of its type\)"):
+        load(path)
