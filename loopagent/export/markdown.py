@@ -7,6 +7,9 @@ every Markdown character escaped; message text keeps its Markdown (headings, emp
 tables, code) but every `[` and `<` outside code blocks is made inert, and its code blocks are
 re-fenced by us, so no text can close them early. Terminal controls are made visible everywhere.
 Bare `http(s)://` addresses stay text (a viewer may underline them; their target is what is shown).
+A child agent's transcript is the same Markdown one heading level down, every line of it quoted (`> `)
+under the result of the call that started it: quoting moves whole lines into a container, so what was
+inert stays inert.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from loopagent.export.transcript import (
     Transcript,
     arguments,
     check_line,
+    child_line,
+    children_totals,
     diff_of,
+    origin,
     outcome,
     record_line,
     shown,
@@ -97,22 +103,49 @@ def markdown(t: Transcript) -> str:
     out = [f"# Session {inline(t.id)}", ""]
     facts = [("task", t.task.split("\n", 1)[0]), ("model", head.get("model")), ("created", head.get("created")),
              ("workspace", head.get("workspace"))]
-    if isinstance(head.get("parent"), dict):
-        facts.append(("forked from", f"{head['parent'].get('session')} at message {head['parent'].get('message')}"))
+    if (came := origin(head)) is not None:
+        facts.append(came)
     out += [f"- **{name}**: {inline(value)}" for name, value in facts if value]
     out.append("")
-    for item in t.items:
-        out += block(item)
+    out += body(t, 0)
     status = inline(t.status) + (f": {inline(t.status_message)}" if t.status_message else "")
     out += ["## Result", "", f"**status**: {status}", ""]
     if t.check is not None:
         out += [f"**{inline(check_line(t.check))}**", ""]
     out += [f"**totals**: {inline(total_line(t.totals))}", ""]
+    if (spent := children_totals(t)) is not None:
+        out += [f"**child agents**: {inline(total_line(spent))}", ""]
     return "\n".join(out)
 
 
-def block(item: object) -> list[str]:
-    """The lines of one message or record."""
+def body(t: Transcript, depth: int) -> list[str]:
+    """The lines of a transcript's messages and records, each task result followed by its child's."""
+    out = []
+    for item in t.items:
+        out += block(item, depth)
+        if isinstance(item, ToolResult) and item.call_id in t.children:
+            out += nested(t.children[item.call_id], depth + 1)
+    return out
+
+
+def nested(child: Transcript | str, depth: int) -> list[str]:
+    """A child agent's transcript (or why there is none), quoted under the call that started it."""
+    if isinstance(child, str):
+        return quoted([f"**child agent**: {inline(child)}"])
+    lines = [f"**child agent** {code(child.agent)}, session {code(child.id)}", ""]
+    lines += body(child, depth)
+    lines += [f"**child agent {inline(child.agent)} ended**: {inline(child_line(child))}"]
+    return quoted(lines)
+
+
+def quoted(lines: list[str]) -> list[str]:
+    """Lines as one block quote (every line marked, so none continues lazily), then a blank line."""
+    return [f"> {line}" if line else ">" for line in "\n".join(lines).split("\n")] + [""]
+
+
+def block(item: object, depth: int = 0) -> list[str]:
+    """The lines of one message or record; a child's (`depth` > 0) headings are that many levels lower."""
+    heading = "#" * (2 + depth)
     if isinstance(item, dict):
         out = [f"> {inline(record_line(item))}", ""]
         if item.get("type") == "check" and item.get("output"):
@@ -121,9 +154,9 @@ def block(item: object) -> list[str]:
     if isinstance(item, SystemMessage):
         return ["<details><summary>system prompt</summary>", "", fenced(shown(item.content)), "", "</details>", ""]
     if isinstance(item, UserMessage):
-        return ["## User", "", prose(item.content), ""]
+        return [f"{heading} User", "", prose(item.content), ""]
     if isinstance(item, AssistantMessage):
-        out = ["## Assistant", ""]
+        out = [f"{heading} Assistant", ""]
         if item.thinking:
             out += ["<details><summary>thinking</summary>", "", fenced(printable(item.thinking)), "", "</details>", ""]
         if item.text.strip():

@@ -4,24 +4,32 @@ The file is read with the session loader (so a transcript shows what `--resume` 
 the records that carry no message (run ends, checks, hooks, repairs, compactions) are kept in
 their place between the messages: a check run mid-session (`/check`, a failing `--check` sent
 back to the model) is an event there, and only the check the last run end names is its result.
+A `task` call's child agent has a session file of its own beside its parent's; its transcript is nested
+under the result of the call that started it (or one line saying why it cannot be shown).
 Text stays untrusted here: each format escapes it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from loopagent.clip import clip
 from loopagent.counts import counted
+from loopagent.errors import SessionError
 from loopagent.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
 from loopagent.render.safe import printable
+from loopagent.session.catalog import SUFFIX, parent_of, read_header
 from loopagent.session.loader import Loaded, load
 
 RESULT_LINES = (40, 20)  # head and tail lines of a result shown; the rest is behind a clip marker
 RESULT_CHARS = (4000, 2000)  # ... and of characters, for results of a few enormous lines
 DIFF_LINES = (400, 100)  # a diff is what a reader wants whole; only a huge one is clipped
+NESTING = 3  # child transcripts nested at most this deep (a task child starts none; an edited file might)
+# A session id as `new_path` makes it: a plain file name, so a result's id never reaches outside the directory
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,9 @@ class Transcript:
     check: dict | None = None  # the last run end's completion check: {command, passed, attempts}
     totals: Totals = Totals(0, 0, 0, Usage(), None)
     calls: dict[str, ToolCall] = field(default_factory=dict)  # by id: the call a result answers
+    agent: str = ""  # a task child's agent, as its header names it
+    # by the id of the `task` call that started each: the child's transcript, or why it cannot be shown
+    children: dict[str, Transcript | str] = field(default_factory=dict)
 
     @property
     def task(self) -> str:
@@ -53,8 +64,61 @@ class Transcript:
 
 
 def transcript(path: Path) -> Transcript:
-    """Read a session file (raises SessionError when it is missing or corrupt) into a Transcript."""
-    return of(load(path))
+    """Read a session file (raises SessionError when it is missing or corrupt) into a Transcript, with the
+    transcripts of the child agents it started (a child that cannot be read is a line, never an error)."""
+    loaded = load(path)
+    t = of(loaded)
+    adopt(t, loaded, {path.resolve()}, NESTING)
+    return t
+
+
+def adopt(t: Transcript, loaded: Loaded, seen: set[Path], depth: int) -> None:
+    """Attach to `t` the child of each `task` result that names a session. A child is looked for only
+    beside its parent's file, so a session handed over by path never pulls in one of the reader's own;
+    each file is shown once (`seen`), so no edited file can repeat or nest one without end."""
+    for item in t.items:
+        if isinstance(item, ToolResult) and item.name == "task" and item.details is not None and item.details.session:
+            t.children[item.call_id] = child(item.details.session, loaded, seen, depth)
+
+
+def child(session: str, parent: Loaded, seen: set[Path], depth: int) -> Transcript | str:
+    """The transcript of the child session `session` of `parent`, or the one line saying why there is none."""
+    if not SESSION_ID.fullmatch(session) or session.endswith(SUFFIX):
+        return f"child session {session}: not a session id"
+    path = parent.path.parent / f"{session}{SUFFIX}"
+    if not path.is_file():
+        return f"child session {session}: not found beside this session"
+    if path.resolve() in seen:
+        return f"child session {session}: shown once only, above"
+    if depth < 1:
+        return f"child session {session}: nested too deep to show"
+    seen.add(path.resolve())
+    try:
+        loaded = load(path)
+    except SessionError as exc:
+        why = str(exc).replace(str(path), path.name).split("; not resuming", 1)[0]
+        return f"child session {session}: unreadable: {why}"
+    named = parent_of(loaded.header)
+    if named is None or "agent" not in named or named["session"] not in lineage(parent):
+        return f"child session {session}: its header does not name this session as its parent"
+    t = of(loaded)
+    t.agent = named["agent"]
+    adopt(t, loaded, seen, depth - 1)
+    return t
+
+
+def lineage(loaded: Loaded) -> set[str]:
+    """The ids a child of `loaded` may name as its parent: this session's (its file's and its header's) and,
+    for a fork, those of the sessions it was forked from (a fork keeps its parent's task results)."""
+    ids = {loaded.id, str(loaded.header.get("id") or "")}
+    header = loaded.header
+    for _ in range(20):
+        up = parent_of(header)
+        if up is None or "agent" in up or up["session"] in ids or not SESSION_ID.fullmatch(up["session"]):
+            break
+        ids.add(up["session"])
+        header = read_header(loaded.path.parent / f"{up['session']}{SUFFIX}")
+    return ids - {""}
 
 
 def session_id(loaded: Loaded) -> str:
@@ -142,6 +206,36 @@ def record_line(record: dict) -> str:
     if kind == "edit":
         return "context edited"
     return f"{kind} record"
+
+
+def origin(header: dict) -> tuple[str, str] | None:
+    """Where a session came from, as a fact: the session it was forked from, or the one whose `task`
+    call started it (None: neither)."""
+    parent, up = header.get("parent"), parent_of(header)
+    if not isinstance(parent, dict):
+        return None
+    if up is None:  # an edited header: shown as it was written (escaped by each format)
+        return "forked from", f"{parent.get('session')} at message {parent.get('message')}"
+    if "agent" in up:
+        return "started by", f"{up['session']} (its task call to agent {up['agent']} at message {up['message']})"
+    return "forked from", f"{up['session']} at message {up['message']}"
+
+
+def child_line(t: Transcript) -> str:
+    """A child's outcome in one line: its status (and why it stopped), its steps and tokens."""
+    why = f" ({t.status_message})" if t.status_message else ""
+    return f"{t.status}{why}; {total_line(t.totals)}"
+
+
+def children_totals(t: Transcript) -> Totals | None:
+    """What the child agents shown in `t` (and theirs) spent together; None when there are none."""
+    found = [c for c in t.children.values() if isinstance(c, Transcript)]
+    if not found:
+        return None
+    parts = [c.totals for c in found] + [s for c in found if (s := children_totals(c)) is not None]
+    costs = [p.cost for p in parts if p.cost is not None]
+    return Totals(sum(p.steps for p in parts), sum(p.calls for p in parts), sum(p.failed for p in parts),
+                  sum((p.usage for p in parts), Usage()), sum(costs) if costs else None)
 
 
 def check_line(check: dict) -> str:

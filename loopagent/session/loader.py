@@ -119,9 +119,12 @@ def take(loaded: Loaded, record: dict, path: Path, number: int) -> None:
             raise corrupt(path, number, f"message index {record.get('index')!r}, expected "
                                         f"{len(loaded.history)} (lines are missing or out of order)")
         try:
-            loaded.history.append(from_record(record))
+            message = from_record(record)
         except (KeyError, TypeError, ValueError) as exc:
             raise corrupt(path, number, f"malformed message ({type(exc).__name__}: {exc})") from None
+        if (wrong := mistyped(message)) is not None:
+            raise corrupt(path, number, f"malformed message ({wrong} is not of its type)")
+        loaded.history.append(message)
     elif kind == "compacted":
         try:
             usage = Usage(**record.get("usage") or {})
@@ -132,6 +135,27 @@ def take(loaded: Loaded, record: dict, path: Path, number: int) -> None:
         except (KeyError, TypeError) as exc:
             raise corrupt(path, number, f"malformed compaction record ({exc})") from None
     # header (again), repair, end and unknown record types carry no messages.
+
+
+# The text fields of each message, which `from_record` takes from an edited file as they are.
+TEXTS = {"system": ("content",), "user": ("content",), "assistant": ("text", "thinking"),
+         "tool": ("call_id", "name", "content", "display")}
+
+
+def mistyped(message: Message) -> str | None:
+    """The first field of a message read back whose text is not a string or whose count is not a number
+    (a dict where a text belongs would fail far from here, in a reader); None when all are as typed."""
+    wrong = next((name for name in TEXTS[message.role] if not isinstance(getattr(message, name), str)), None)
+    if wrong is not None or not isinstance(message, AssistantMessage):
+        return wrong
+    for call in message.tool_calls:
+        if not (isinstance(call.id, str) and isinstance(call.name, str) and isinstance(call.arguments, str)):
+            return "tool_calls"
+    usage = message.usage
+    if usage is not None and not all(isinstance(n, int | float) and not isinstance(n, bool)
+                                     for n in (usage.prompt_tokens, usage.completion_tokens)):
+        return "usage"
+    return None
 
 
 def check_calls(loaded: Loaded, owners: list[int]) -> None:
