@@ -1,6 +1,7 @@
 """An open run: the agent with its session file (and the file's lock), checkpoints, hooks and MCP servers,
 owned together from `open_run` to the end of its `with` block, so a front-end gets a run in one call and
-leaves nothing running or locked after it.
+leaves nothing running or locked after it. Every front-end is a caller of it: the one-shot run and the REPL
+(run/launch.py, cli/repl/), `loop acp`, and `loop replay`, whose run records nothing (`RunSpec.record`).
 """
 
 from __future__ import annotations
