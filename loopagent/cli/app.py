@@ -227,11 +227,11 @@ def answer_file(path: Path | None) -> list:
     return [AnswerFile(path.resolve())]
 
 
-def start_repl(agent, rec, settings, renderer, trap) -> int:
+def start_repl(run, trap) -> int:
     """The REPL for a run without a task; prompt_toolkit is imported only then."""
     from loopagent.cli.repl.repl import interact
 
-    return interact(agent, rec, settings, renderer, trap)
+    return interact(run, trap)
 
 
 @app.command()

@@ -35,8 +35,9 @@ def rerun(source, copy: Path, strict: bool, host) -> int:
     start = next(i for i, m in enumerate(recorded) if isinstance(m, UserMessage)) + 1
     # no MCP server: its tools act outside the copy (a real repository, a ticket system), and a replay
     # must change nothing but the copy; their calls are answered "unknown tool" and shown "not replayed"
+    # nothing recorded: the user's sessions and checkpoints stay as they were
     opts = RunSpec(task=recorded[start - 1].content, workspace=copy, flags=Flags(checkpoints=False, mcp_servers={}),
-                   json=True, replay=loaded.path)
+                   json=True, replay=loaded.path, record=False)
     inside = replace(host, cwd=copy, out=sink())
     try:
         mode, note = mode_for(source, configure(opts, inside).settings.approval)
@@ -65,27 +66,26 @@ def rerun(source, copy: Path, strict: bool, host) -> int:
 def drive(opts, recorded: list[Message], start: int, loaded, host, answers: bool) -> tuple[list[Message], str]:
     """The replay's history and how its last run ended: one agent run per user message of the recording."""
     from loopagent.client.replay import SessionTurns
-    from loopagent.run.build import configure, prepare
     from loopagent.run.interrupts import Trap
+    from loopagent.run.run import open_run
 
     # the model: the very call objects of `recorded` (RecordedAnswers knows them); the approver None: the
     # recorded run could not ask (what needed approval was denied, as now), or it is not the user's
-    agent = replace(prepare(configure(opts, host), opts, host), model=SessionTurns.of(loaded),
-                    approver=RecordedAnswers(refused(recorded)) if answers else None).assemble()
-    history: list[Message] = []
-    for message in recorded[:start]:
-        agent.add(history, message)
-    status = "completed"
-    with Trap() as trap:
-        task = opts.task
-        while True:
-            with trap.turn() as cancel:
-                status = agent.run(history, task, cancel).status
-            following = recorded[len(history)] if len(history) < len(recorded) else None
-            if status == "aborted" or not isinstance(following, UserMessage) or not turns_left(agent):
-                return history, status
-            agent.add(history, following)  # the next thing the person typed
-            task = following.content
+    with open_run(opts, host, model=SessionTurns.of(loaded),
+                  answers=RecordedAnswers(refused(recorded)) if answers else None) as run:
+        for message in recorded[:start]:
+            run.add(message)
+        status = "completed"
+        with Trap() as trap:
+            task = opts.task
+            while True:
+                with trap.turn() as cancel:
+                    status = run.answer(task, cancel).status
+                following = recorded[len(run.history)] if len(run.history) < len(recorded) else None
+                if status == "aborted" or not isinstance(following, UserMessage) or not turns_left(run.agent):
+                    return run.history, status
+                run.add(following)  # the next thing the person typed
+                task = following.content
 
 
 def headless_recording(recorded: list[Message]) -> bool:

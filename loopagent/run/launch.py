@@ -3,7 +3,7 @@ run the loop (or the front-end's interactive prompt, `Interact`), return the exi
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from loopagent.errors import UsageError
 from loopagent.events import Listener, RunEnd
@@ -12,13 +12,17 @@ from loopagent.run.build import Built, Host, make_client, scrub_secrets
 from loopagent.run.run import Run, open_run, session_failed
 from loopagent.run.spec import RunSpec
 
+if TYPE_CHECKING:
+    from loopagent.run.interrupts import Trap
+
 __all__ = ["Built", "Host", "Interact", "RunSpec", "UsageError", "make_client", "run_agent", "scrub_secrets"]
 
 
 class Interact(Protocol):
-    """A front-end's interactive prompt over a run (cli/repl's `interact`); returns the exit code."""
+    """A front-end's interactive prompt over an open run, its stopping signals turned into the running turn's
+    cancel by `trap` (cli/repl's `interact`); returns the exit code."""
 
-    def __call__(self, agent: Any, rec: Any, settings: Any, renderer: Any, trap: Any) -> int: ...
+    def __call__(self, run: Run, trap: Trap) -> int: ...
 
 
 def run_agent(opts: RunSpec, listeners: list[Listener] | None = None, host: Host | None = None,
@@ -40,7 +44,7 @@ def run_agent(opts: RunSpec, listeners: list[Listener] | None = None, host: Host
 
     try:
         with open_run(opts, host, [*(listeners or []), keep_end], prompt=interact is not None) as run:
-            code = drive(run, (run.built.renderer, interact) if run.built.interactive else None)
+            code = drive(run, interact if run.built.interactive else None)
             if ends and not run.built.interactive:
                 report(ends[-1], run.settings, host)
             return code
@@ -72,9 +76,8 @@ def report(end: RunEnd, settings, host: Host) -> None:
         print(f"loop: hint: {hint}", file=host.err)
 
 
-def drive(run: Run, prompt: tuple[Any, Interact] | None = None) -> int:
-    """Run the task (or, given a renderer and a prompt, the REPL) with stopping signals turned into the
-    cancel token.
+def drive(run: Run, interact: Interact | None = None) -> int:
+    """Run the task (or, given `interact`, the REPL) with stopping signals turned into the cancel token.
 
     SIGINT, SIGTERM and SIGHUP cancel the running turn (run/interrupts.py): the tools stop, the run
     ends `aborted` with its `result` line and session `end`, exit 130 / 143 / 129.
@@ -83,9 +86,8 @@ def drive(run: Run, prompt: tuple[Any, Interact] | None = None) -> int:
     from loopagent.session import SessionWriteError
 
     with Trap() as trap:
-        if prompt is not None:
-            renderer, interact = prompt
-            return interact(run.agent, run.rec, run.settings, renderer, trap)
+        if interact is not None:
+            return interact(run, trap)
         try:
             with trap.turn() as cancel:
                 end = run.turn(None, cancel)

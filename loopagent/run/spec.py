@@ -53,3 +53,4 @@ class RunSpec:
     extra_env: dict[str, str] = field(default_factory=dict)
     show_thinking: bool = False
     fork: str | None = None  # --fork SESSION[:N]: a new session from SESSION's first N messages
+    record: bool = True  # False: no session file or checkpoints, nothing under $LOOP_HOME (loop replay's run)

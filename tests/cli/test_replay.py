@@ -76,6 +76,7 @@ def test_record_then_replay(server, run_loop, loop_home: Path, tmp_path: Path, m
     assert "a + b" in (ws / "calc.py").read_text()
     (ws / "calc.py").write_text("def add(a, b):\n    return 5\n")  # the live workspace moves on after the run
     asked = len(server.requests)
+    kept = sorted((loop_home / "sessions").rglob("*"))  # a replay records nothing of its own
 
     # From the first checkpoint: the buggy state comes back, so the first check fails again as recorded;
     # --strict: the same text too, once the check's own timing is masked.
@@ -111,6 +112,7 @@ def test_record_then_replay(server, run_loop, loop_home: Path, tmp_path: Path, m
     verdict = out.splitlines()[-1]
     assert verdict.startswith("replay: call 3 (shell python3 check.py) diverges: result text differs")
     assert "renamed: FAIL" in verdict
+    assert sorted((loop_home / "sessions").rglob("*")) == kept
 
     # --replay SESSION_FILE: the session's assistant messages as the model's turns, on a fresh copy.
     from loopagent.run.build import Host

@@ -40,7 +40,8 @@ from loopagent.messages import UserMessage
 from loopagent.run.interrupts import Stopped
 
 if TYPE_CHECKING:
-    pass
+    from loopagent.run.interrupts import Trap
+    from loopagent.run.run import Run
 
 
 ALONE = ("/", "!")  # a queued line starting so is a command of its own, never joined to a message
@@ -88,6 +89,7 @@ class Repl(ReplState):
 
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
     armed: float | None = None  # when a Ctrl+C at the prompt said how to leave (a second within WINDOW leaves)
+    opened: Run | None = None  # the open run whose turns these are (None: a REPL built bare over an agent and history)
 
     def __post_init__(self) -> None:
         # What is typed during a turn waits for the turn's end (it is never slipped in between two
@@ -98,6 +100,8 @@ class Repl(ReplState):
         if steering.approver is not None:
             steering = replace(steering, approver=PausingApprover(steering.approver, self.typeahead))
         self.agent = replace(self.agent, steering=steering, listeners=(*self.agent.listeners, self.observe))
+        if self.opened is not None:
+            self.opened.agent = self.agent  # the run's turns are the REPL's agent's from now on
         # What the next request would send: a resumed compacted session counts its summary, not its past.
         self.context_used = self.agent.context.tokens(self.agent.context.view(self.history))
 
@@ -266,11 +270,12 @@ class Repl(ReplState):
 
     def turn(self, text: str) -> RunEnd:
         """One task: the agent runs until it answers or stops; what was typed meanwhile waits in `pending`."""
-        opening = UserMessage(self.message(text))  # added by the loop, after the first turn's session_start hooks
+        message = self.message(text)  # added by the loop, after the first turn's session_start hooks
         self.typeahead.start()
         try:
             with self.trap.turn() if self.trap else nullcontext(Cancel()) as cancel:
-                end = self.agent.run(self.history, text, cancel, opening)
+                end = self.opened.turn(text, cancel, message) if self.opened is not None \
+                    else self.agent.run(self.history, text, cancel, UserMessage(message))
             self.armed = None  # a Ctrl+C that stopped this turn opens no window to leave
             if cancel.signal == signal.SIGINT and end.status != "aborted" and self.trap is not None:
                 self.trap.held.append(signal.SIGINT)  # pressed as the turn ended: it counts at the prompt, like one between turns
@@ -303,6 +308,7 @@ class Repl(ReplState):
         return "\n\n".join([*notes, with_attachments(text, attached)])
 
 
-def interact(agent, rec, settings, renderer, trap) -> int:
-    """The REPL over a run's agent and recording (run/launch.py calls it for a run without a task)."""
-    return Repl(agent, rec.history, settings, renderer, services=rec.services(agent.policy), trap=trap).run()
+def interact(run: Run, trap: Trap) -> int:
+    """The REPL over an open run (run/launch.py calls it for a run without a task on a terminal)."""
+    return Repl(run.agent, run.history, run.settings, run.renderer, services=run.services(), trap=trap,
+                opened=run).run()
