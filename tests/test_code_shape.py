@@ -18,15 +18,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "loopagent"
 
-# config -> policy -> policy.judge -> config (judge types `policy_for(settings: Settings)`; project.py
-# imports policy.MODES and config imports project)
-KNOWN_CIRCLES = [
-    ["loopagent.config", "loopagent.policy", "loopagent.policy.judge", "loopagent.project"],
-]
-# the REPL reaching back into cli/ for the restore wording it shares with `loop undo`
-KNOWN_UPWARD = [
-    "loopagent.cli.repl.restore -> loopagent.cli.restore",
-]
+KNOWN_CIRCLES: list[list[str]] = []
+KNOWN_UPWARD: list[str] = []
 
 
 def modules(package: Path) -> dict[str, Path]:

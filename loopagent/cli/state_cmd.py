@@ -99,7 +99,7 @@ def restore(kind: str, workspace: Path | None, yes: bool) -> None:
 
     from loopagent.checkpoint import CheckpointError
     from loopagent.checkpoint.plan import preview
-    from loopagent.cli.restore import QUESTION, apply, asks, done_line, plan_lines
+    from loopagent.cli.repl.restore_plan import QUESTION, apply, asks, done_line, plan_lines
 
     found = timeline(workspace, writing=True)
     try:

@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .builtin import RAW_WRITERS, RULE_DEVICE, builtin, fail_closed, protected_write, written
 from .decision import MODES, SANDBOX_STATES, STRICTNESS, Decision
@@ -24,7 +24,6 @@ from .unparseable import Unparseable
 from .wrappers import runs_input
 
 if TYPE_CHECKING:
-    from loopagent.config import Settings
     from loopagent.sandbox.executor import Sandbox
     from loopagent.tools.spec import Effect, ToolSpec
     from loopagent.tools.workspace import Workspace
@@ -272,7 +271,13 @@ class Policy:
         return self.sandbox != "sandboxed"
 
 
-def policy_for(settings: Settings, rules: Iterable[Rule], workspace: Workspace, sandbox: Sandbox,
+class Settled(Protocol):
+    """What `policy_for` reads of the settings (config.Settings has it): the approval mode in force."""
+
+    approval: str
+
+
+def policy_for(settings: Settled, rules: Iterable[Rule], workspace: Workspace, sandbox: Sandbox,
                tools: Iterable[ToolSpec] | None = None, floor: str = "all") -> Policy:
     """The policy of a run in `workspace`, built alike for every caller (a run, `loop policy check`), so the
     check answers what the run would: the same mode, rules, sandbox state and real paths (symlinks resolved)."""

@@ -16,7 +16,7 @@ import pytest
 
 from loopagent.checkpoint import Checkpoint, CheckpointError, Recorder, Timeline
 from loopagent.checkpoint.plan import Change, Plan, preview
-from loopagent.cli.restore import YOURS, done_line, plan_lines
+from loopagent.cli.repl.restore_plan import YOURS, done_line, plan_lines
 from loopagent.events import ToolFinished
 from loopagent.messages import ToolCall, ToolResult
 from tests.conftest import clean_env, where_shells_run

@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from loopagent.cli.repl.recap import NOTE, clip
-from loopagent.cli.restore import NOT_DONE, QUESTION, YOURS, apply, asks, done_line, plan_lines
+from loopagent.cli.repl.restore_plan import NOT_DONE, QUESTION, YOURS, apply, asks, done_line, plan_lines
 from loopagent.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
-"""What a restore will do and did, in words: shared by `loop undo`/`loop redo` (cli/state_cmd.py) and the
-REPL's /undo, /redo and /rewind (cli/repl/restore.py). Presentation of checkpoint/plan.py's plan, so it
-stays beside the commands that print it rather than in checkpoint/, which says nothing to a person."""
+"""What a restore will do and did, in words: shared by the REPL's /undo, /redo and /rewind (restore.py here)
+and `loop undo`/`loop redo` (cli/state_cmd.py, which reaches down into the REPL's package for it; importing
+the package costs nothing). Presentation of checkpoint/plan.py's plan, so it stays beside the commands that
+print it rather than in checkpoint/, which says nothing to a person."""
 
 from __future__ import annotations
 
