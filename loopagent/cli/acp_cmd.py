@@ -38,7 +38,7 @@ def acp(
 
     Only protocol messages go to stdout; diagnostics go to stderr and $LOOP_HOME/logs/acp.log.
     """
-    from loopagent.cli.app import fail, mcp_servers_of
+    from loopagent.cli.refusal import fail, mcp_servers_of
     from loopagent.config import loop_home
     from loopagent.policy import MODES
     from loopagent.run.spec import Flags

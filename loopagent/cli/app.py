@@ -19,6 +19,7 @@ from loopagent.cli import (
     skills_cmd,
     state_cmd,
 )
+from loopagent.cli.refusal import mcp_servers_of, refuse
 from loopagent.cli.shell_words import approval_modes, session_ids
 
 app = typer.Typer(
@@ -67,25 +68,6 @@ def root(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """A coding agent for any OpenAI-compatible chat-completions server."""
-
-
-def fail(message: str, code: int = 2) -> typer.Exit:
-    """Print one line naming the problem on stderr and exit with `code`."""
-    typer.echo(f"loop: {message}", err=True)
-    return typer.Exit(code)
-
-
-def refuse(message: str, json_out: bool) -> typer.Exit:
-    """A run that never started: one line on stderr, exit 2; under --json its `result` line too (DESIGN)."""
-    from loopagent.render.safe import printable
-
-    if json_out:
-        from loopagent.events import RunEnd
-        from loopagent.messages import Usage
-        from loopagent.render.jsonl import JsonPrinter
-
-        JsonPrinter(sys.stdout)(RunEnd("error", 0, Usage(), message))
-    return fail(printable(message))
 
 
 def default(name: str) -> str:
@@ -138,18 +120,6 @@ OutputFile = Annotated[Path | None, typer.Option(
 Fork = Annotated[str | None, typer.Option(
     "--fork", metavar="SESSION[:N]",
     help="Start a new session from SESSION (up to its message N); the parent is kept.", autocompletion=session_ids)]
-
-
-def mcp_servers_of(path: Path | None, json_out: bool) -> dict | None:
-    """The servers of --mcp-config FILE (a flag, like the user file, may start programs); None without it."""
-    if path is None:
-        return None
-    from loopagent.mcp.settings import read_servers
-
-    try:
-        return read_servers(path)
-    except ValueError as exc:
-        raise refuse(str(exc), json_out) from None
 
 
 @app.command(epilog=EPILOG, short_help="Run a task, or start the interactive REPL.")

@@ -23,7 +23,7 @@ def list_servers(workspace: Workspace = None, mcp_config: McpConfig = None) -> N
 
     Exit 0 when every server started, 1 when one did not.
     """
-    from loopagent.cli.app import mcp_servers_of
+    from loopagent.cli.refusal import mcp_servers_of
     from loopagent.config import loop_home
 
     flags = {"mcp_servers": mcp_servers_of(mcp_config, False)} if mcp_config is not None else {}

@@ -20,9 +20,7 @@ from typing import Annotated
 
 import typer
 
-
-class Refused(Exception):
-    """A SESSION or DIR that cannot be replayed: one line on stderr, exit 2."""
+from loopagent.cli.replay_mode import Refused
 
 
 @dataclass
@@ -181,35 +179,3 @@ def own_session(path: Path, home: Path) -> bool:
 
     store = os.path.realpath(home / "sessions")
     return os.path.realpath(path).startswith(store + os.sep)
-
-
-def mode_for(source: Source, configured: str) -> tuple[str | None, str]:
-    """The approval mode the replay runs under (None: the configuration's) and a note for stderr ('' none)."""
-    from loopagent.policy import MODES  # strictest first
-
-    recorded = approval_of(source.loaded.header)
-    if source.approval is not None:
-        return source.approval, ""
-    if source.own or recorded is None:
-        return recorded, ""
-    if MODES.index(recorded) <= MODES.index(configured):
-        return recorded, ""
-    return configured, (f"loop: {source.loaded.path} is not one of your saved sessions: its calls run under your "
-                        f"approval mode {configured}, not its recorded {recorded}; give --approval {recorded} to "
-                        "run them as recorded")
-
-
-def approval_of(header: dict) -> str | None:
-    """The approval mode the session recorded, or None (then the configuration decides)."""
-    from loopagent.policy import MODES
-
-    mode = header.get("approval")
-    return mode if mode in MODES else None
-
-
-def sink():
-    """Where the replay's own JSON lines go: nowhere a person looks (the table is the output)."""
-    import io
-
-    return io.StringIO()
-

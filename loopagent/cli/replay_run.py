@@ -24,7 +24,7 @@ class RecordedAnswers:
 
 def rerun(source, copy: Path, strict: bool, host) -> int:
     """Run `source`'s turns on `copy`, print the table of calls and the verdict; the exit code."""
-    from loopagent.cli.replay_cmd import Refused, mode_for, sink
+    from loopagent.cli.replay_mode import Refused, mode_for, sink
     from loopagent.errors import ConfigError, UsageError
     from loopagent.render.safe import printable
     from loopagent.run.build import configure
