@@ -3,7 +3,10 @@
 The cold run is `loop agent --json "Hi."` against an instant local server (the tests' fake, on 127.0.0.1)
 with a fresh `$LOOP_HOME` each time: what a script pays per call.
 
-    python bench/bench_startup.py [--quick]
+    python bench/bench_startup.py [--quick] [--before DIR]
+
+`--before DIR`: also time DIR's loopagent (a checkout of an earlier commit, its bytecode compiled) in the
+same run, with this interpreter and packages, for a before/after column.
 """
 
 from __future__ import annotations
@@ -37,9 +40,11 @@ def median_wall(args: list[str], runs: int, env: dict[str, str] | None = None, f
 
 def main() -> None:
     runs = 3 if "--quick" in sys.argv else 10
+    before = Path(sys.argv[sys.argv.index("--before") + 1]).resolve() if "--before" in sys.argv else None
     py = sys.executable
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LOOP_", "OPENAI_"))}
-    with FakeServer([text("Hello.")] * (runs + 1)) as srv, tempfile.TemporaryDirectory() as ws:
+    old_env = {**env, "PYTHONPATH": str(before)} if before else None
+    with FakeServer([text("Hello.")] * (2 * runs + 2)) as srv, tempfile.TemporaryDirectory() as ws:
         cases = [
             ("python -c pass (baseline)", [py, "-c", "pass"], False),
             ("loop --help", [py, "-m", "loopagent", "--help"], False),
@@ -48,13 +53,19 @@ def main() -> None:
              [py, "-m", "loopagent", "agent", "-C", ws, "--base-url", srv.url, "--json", "Hi."], True),
         ]
         base = None
-        print(f"| command | median of {runs} (ms) | ratio to bare python |")
-        print("|---|---:|---:|")
+        extra = " before (ms) | now / before |" if before else ""
+        print(f"| command | median of {runs} (ms) | ratio to bare python |{extra}")
+        print("|---|---:|---:|" + ("---:|---:|" if before else ""))
         for label, args, fresh in cases:
             t = median_wall(args, runs, env, fresh)
             base = base or t
-            print(f"| {label} | {t * 1000:.0f} | {t / base:.1f}x |")
-
+            row = f"| {label} | {t * 1000:.0f} | {t / base:.1f}x |"
+            if old_env is not None and args[1] == "-m":
+                was = median_wall(args, runs, old_env, fresh)
+                row += f" {was * 1000:.0f} | {t / was:.2f}x |"
+            elif old_env is not None:
+                row += " | |"
+            print(row)
 
 if __name__ == "__main__":
     main()

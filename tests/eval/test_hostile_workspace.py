@@ -228,9 +228,9 @@ def test_a_huge_sparse_file_is_named_not_read_and_long_files_diff_quickly(tmp_pa
     assert "Binary files a/grows.txt and b/grows.txt differ (2097152 bytes, over" in diff
     assert "big.txt" not in diff  # unchanged, over the limit: compared by size and time, not read
     assert "--- a/long.txt\n+++ b/long.txt\n" in diff and diff.count("\n+changed\n") == 20000 // 7 + 1
-    # a bound on pathology (a quadratic diff takes minutes), not a timing: the machine may be loaded
-    print("PEAK", peak_kib, seconds)
-    assert int(peak_kib) < 150 * 1024 and float(seconds) < 60, (peak_kib, seconds)
+    # bounds on pathology, not measurements: reading the 300 MiB file would take over 300 MiB (a normal run
+    # peaks near 50 MiB, once at 164 under a full suite on Debian's Python), a quadratic diff takes minutes
+    assert int(peak_kib) < 250 * 1024 and float(seconds) < 60, (peak_kib, seconds, modules)
 
 
 def test_a_run_that_left_too_many_files_gets_a_diff_of_the_first_ones(tmp_path: Path, monkeypatch):
