@@ -135,6 +135,12 @@ class Feed:
         self.unshown.add(acp_id)
         return acp_id
 
+    def task_call(self, call_id: str) -> str | None:
+        """The ACP id of the running `task` call with the model's id `call_id` (a child's progress is its)."""
+        acp_id = self.ids.get(call_id)
+        call = self.running.get(acp_id) if acp_id is not None else None
+        return acp_id if call is not None and call.name == "task" else None
+
     def settled(self, acp_id: str, allowed: bool) -> None:
         """A question answered: a call shown only by it ends there (what it does next is the child's)."""
         if acp_id in self.unshown:

@@ -21,6 +21,7 @@ from acp import RequestError, schema
 from loopagent.acp.ask import OPTIONS, ClientApprover
 from loopagent.acp.bridge import Bridge, ClientBuffers, Outbox
 from loopagent.acp.feed import Feed
+from loopagent.acp.progress import ChildProgress
 from loopagent.cancel import Cancel
 from loopagent.policy import MODES
 
@@ -99,6 +100,8 @@ class Session:
         self.run = self.stack.enter_context(open_run(spec, host, [self.feed], approver=self.approver,
                                                      editor=editor))
         self.id = self.run.rec.id
+        if self.run.built.children is not None:  # a task child's steps as updates of its call
+            self.run.built.children.watch = ChildProgress(self.post, self.feed.task_call)
         self.run.rec.writer.discard_unanswered = False  # the id was given to the client: the file stays
 
     def start(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,9 @@ class Children:
     rec: Recording | None = None  # the parent's session (None: a run without one)
     lock: threading.Lock = field(default_factory=threading.Lock)
     started: int = 0  # children so far: each progress line's key
+    # A front-end's own view of each child at work (loop acp): (the parent's task call id, "step 3, 2 calls ·
+    # read_file a.txt"), then (that id, None) once the child ended. Called on the child's thread.
+    watch: Callable[[str, str | None], None] | None = None
 
     def parent(self, agent: str) -> dict | None:
         """The `parent` of a child's header: the parent's session, and its reply that made the call."""
@@ -85,7 +89,8 @@ class Child:
         parent = self.family.built.agent  # type: ignore[union-attr]
         mode = self.mode(parent.policy.mode)
         started = time.monotonic()
-        progress = Progress(self.family.built.renderer, self.key, f"{self.agent_def.name}: {self.description}")
+        progress = Progress(self.family.built.renderer, self.key, f"{self.agent_def.name}: {self.description}",
+                            self.family.watch, ctx.call_id)
         try:
             writer, head = self.session(mode)
         except (SessionWriteError, OSError) as exc:
@@ -184,15 +189,18 @@ class Child:
 
 
 class Progress:
-    """One updating line per child under the parent's turn: its steps and its latest call (a terminal only)."""
+    """A child's steps and its latest call: one updating line per child under the parent's turn (a terminal),
+    and what the front-end's `watch` is told, keyed by the parent's call (loop acp: updates of that call)."""
 
-    def __init__(self, renderer: Any, key: int, label: str):
+    def __init__(self, renderer: Any, key: int, label: str,
+                 watch: Callable[[str, str | None], None] | None = None, call_id: str = ""):
         self.renderer, self.key, self.label = renderer, key, printable(label)
+        self.watch, self.call_id = watch, call_id
         self.steps = self.calls = 0
         self.last = ""
 
     def __call__(self, event: Event) -> None:
-        if self.renderer is None:
+        if self.renderer is None and self.watch is None:
             return
         if isinstance(event, TurnStart):
             self.steps = event.step
@@ -202,8 +210,14 @@ class Progress:
         elif not isinstance(event, AgentStart):
             return
         last = f" · {self.last}" if self.last else ""
-        self.renderer.child_line(self.key, f"task {self.label} · step {self.steps}, {self.calls} calls{last}")
+        now = f"step {self.steps}, {self.calls} calls{last}"
+        if self.renderer is not None:
+            self.renderer.child_line(self.key, f"task {self.label} · {now}")
+        if self.watch is not None:
+            self.watch(self.call_id, now)
 
     def done(self) -> None:
         if self.renderer is not None:
             self.renderer.child_line(self.key, None)
+        if self.watch is not None:
+            self.watch(self.call_id, None)

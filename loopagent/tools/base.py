@@ -48,6 +48,8 @@ class ToolContext:
     # After a write or an edit: what the language server found new in the file (loopagent/lsp/, a
     # block of text, "" for nothing); None when diagnostics are off (tools/edit_result.py).
     diagnose: Callable[[Any, ToolContext], str] | None = None
+    # The model's id of the call the tool runs for (Registry.run sets it): a task child's progress names it.
+    call_id: str = ""
 
 
 class InvalidArguments(Exception):

@@ -108,7 +108,7 @@ class Registry:
         if ctx.cancel.is_set():
             return ToolResult.error(ctx.cancel.said(), Details("cancelled")).answering(prepared.call)
         try:
-            result = prepared.tool.run(prepared.args, ctx)
+            result = prepared.tool.run(prepared.args, replace(ctx, call_id=prepared.call.id))
         except ToolError as exc:
             result = ToolResult.error(str(exc), Details("cancelled" if str(exc) == CANCELLED else "error"))
         except Exception as exc:  # a tool bug must not end the run; the model reads what happened
