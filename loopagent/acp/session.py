@@ -189,11 +189,9 @@ class Session:
     def turn_in_thread(self, text: str, attached: list[str], cancel: Cancel) -> Any:
         """The turn as the REPL runs one (cli/repl/repl.py `turn`): the loop reads `$NAME` skills in what was
         typed, while the model gets it with its mentions and embedded resources attached."""
-        from loopagent.messages import UserMessage
-
         try:
             message = "\n\n".join([*self.mode_note(), self.with_mentions(text), *attached])
-            return self.run.agent.run(self.run.rec.history, text, cancel, UserMessage(message))
+            return self.run.turn(text, cancel, message)
         finally:
             self.cancel = None
             self.idle.set()
