@@ -108,20 +108,19 @@ class Hub:
 
     def start(self, choice: Choice) -> Server:
         from loopagent.sandbox.executor import walled_argv
-        from loopagent.spawn import guard, safe_env
+        from loopagent.spawn import safe_env
 
         program = which(choice.command[0], self.env.get("PATH", ""))
         if program is None:
             raise ServerGone(f"{choice.command[0]} not found on PATH")
         argv, cleanup, unwalled = walled_argv("read-only", self.root, [program, *choice.command[1:]], self.environ)
-        if unwalled and choice.origin != "lsp setting":
-            # A server reads the workspace's config and may run its code (build scripts, plugins): one
-            # loop found on PATH runs walled or not at all; one the user named runs as they would run it.
+        if unwalled:
+            # A server reads the workspace's config and may run its code (build scripts, pylint's
+            # load-plugins, a project's tsserver plugins): whoever named it, it runs walled or not at all.
             cleanup()
-            raise ServerGone(f"not started: no sandbox to run it in ({unwalled}); "
-                             "name it in the lsp setting to run it unsandboxed")
+            raise ServerGone(f"not started: no sandbox to run it in ({unwalled})")
         try:
-            proc = subprocess.Popen(guard(argv) if unwalled else argv, cwd=self.root, env=safe_env(self.env),
+            proc = subprocess.Popen(argv, cwd=self.root, env=safe_env(self.env),
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
         except OSError:

@@ -51,22 +51,19 @@ def test_a_cancelled_turn_stops_waiting_on_a_silent_server_and_says_nothing(tmp_
         hub.close()
 
 
-def test_without_a_sandbox_a_server_found_on_path_is_not_started_one_the_user_named_is(tmp_path):
-    """No bwrap on PATH: the run cannot wall a server in. pylsp found on PATH stays off (one notice); the
-    same pylsp named in the user's lsp setting runs unsandboxed, as the user would run it."""
+def test_without_a_sandbox_no_server_starts_found_on_path_or_named(tmp_path):
+    """No bwrap on PATH: the run cannot wall a server in, and a server reads the workspace's config (plugins,
+    build scripts). pylsp found on PATH and the same pylsp named in the user's lsp setting both stay off,
+    each with one notice, and the edit's result carries nothing."""
     env = {**os.environ, "PATH": VENV_BIN}  # pylsp, and no bwrap
     path = (tmp_path / "calc.py").resolve()
     path.write_bytes(BROKEN)
-    said = []
-    found = Hub(tmp_path.resolve(), {}, env, env, timeout=10)
-    try:
-        assert found.diagnose(path, "calc.py", None, BROKEN, warn=said.append) == ""
-        assert len(said) == 1 and "not started: no sandbox to run it in" in said[0]
-    finally:
-        found.close()
-    named = Hub(tmp_path.resolve(), {"python": {"command": ["pylsp"]}}, env, env, timeout=10)
-    try:
-        assert named.diagnose(path, "calc.py", None, BROKEN, warn=said.append).startswith("1 new error:")
-        assert len(said) == 1
-    finally:
-        named.close()
+    for setting in ({}, {"python": {"command": ["pylsp"]}}):
+        said = []
+        hub = Hub(tmp_path.resolve(), setting, env, env, timeout=10)
+        try:
+            assert hub.diagnose(path, "calc.py", None, BROKEN, warn=said.append) == ""
+            assert hub.diagnose(path, "calc.py", BROKEN, BROKEN + b"y = 2\n", warn=said.append) == ""
+            assert len(said) == 1 and "not started: no sandbox to run it in" in said[0], said
+        finally:
+            hub.close()
