@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Protocol
 from loopagent.cancel import CANCELLED, Cancel, Deadline
 from loopagent.client import IncompleteTurn, ModelClient, ModelError
 from loopagent.client.assemble import OutputCut
-from loopagent.client.shaped import shaped
 from loopagent.context import Compaction, CompactionCancelled, ContextWindow, Stop
 from loopagent.details import Details
 from loopagent.events import (
@@ -175,6 +174,8 @@ class Agent:
             self.emit(Notice("output", f"the answer is not valid against the output schema ({verdict.why}); asked again"))
             self.add(history, UserMessage(self.output.request(verdict.why)))
             run.tools, tools = (), run.tools
+            from loopagent.client.shaped import shaped
+
             try:  # the same step as any: counted, planned to fit, shown, recorded
                 shaping = replace(self, model=shaped(self.model, self.output.response_format()))
                 reply = shaping.ask(history, run, cancel)
