@@ -89,7 +89,7 @@ class Repl(ReplState):
 
     pending: list[str] = field(default_factory=list)  # lines typed during the last turn, run before the next prompt
     armed: float | None = None  # when a Ctrl+C at the prompt said how to leave (a second within WINDOW leaves)
-    opened: Run | None = None  # the open run whose turns these are (None: a REPL built bare over an agent and history)
+    opened: Run | None = None  # the open run over the same agent and history: its agent becomes the REPL's variant
 
     def __post_init__(self) -> None:
         # What is typed during a turn waits for the turn's end (it is never slipped in between two
@@ -274,8 +274,7 @@ class Repl(ReplState):
         self.typeahead.start()
         try:
             with self.trap.turn() if self.trap else nullcontext(Cancel()) as cancel:
-                end = self.opened.turn(text, cancel, message) if self.opened is not None \
-                    else self.agent.run(self.history, text, cancel, UserMessage(message))
+                end = self.agent.run(self.history, text, cancel, UserMessage(message))  # as Run.turn does
             self.armed = None  # a Ctrl+C that stopped this turn opens no window to leave
             if cancel.signal == signal.SIGINT and end.status != "aborted" and self.trap is not None:
                 self.trap.held.append(signal.SIGINT)  # pressed as the turn ended: it counts at the prompt, like one between turns
