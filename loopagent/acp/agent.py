@@ -138,7 +138,7 @@ class LoopAgent:
                                                    "lists the skills and what is wrong with any left out")
                 text = skill
             elif (template := content.templates_of(session.run.rec.home or Path(root), Path(root)).get(name)):
-                from loopagent.cli.repl.templates import expand
+                from loopagent.compose.templates import expand
 
                 text = expand(template.text(), args)
         return schema.PromptResponse(stop_reason=await session.turn(text, attached))

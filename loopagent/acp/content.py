@@ -2,7 +2,7 @@
 
 Text is taken as typed; a resource link becomes `@path` (relative inside the workspace), which is then
 attached as the REPL attaches a mention (session.py); an embedded resource's text is attached below the
-message with its URI. The commands are the prompt templates (cli/repl/templates.py), the few
+message with its URI. The commands are the prompt templates (compose/templates.py), the few
 REPL commands that make sense beside an editor (checkpoints and undo), and `skill:NAME` for each skill (as the
 REPL's `/skill:NAME`: the skill is loaded before the model is asked).
 """
@@ -79,7 +79,7 @@ def slash(text: str) -> tuple[str, str] | None:
 
 def templates_of(home: Path, workspace: Path) -> dict[str, Any]:
     """The person's prompt templates by name (without the slash), none taking a command's name."""
-    from loopagent.cli.repl.templates import templates
+    from loopagent.compose.templates import templates
 
     found = templates(home, workspace, {f"/{name}" for name in COMMANDS})
     return {name.removeprefix("/"): t for name, t in found.items()}

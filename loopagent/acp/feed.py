@@ -22,7 +22,7 @@ KINDS = {"read_file": "read", "list_files": "search", "grep": "search", "write_f
          "shell": "execute", "task": "think", "load_skill": "think", "todo_write": "think"}  # DESIGN: task, skills think
 VERBS = {"read_file": "Read", "list_files": "List", "grep": "Search", "write_file": "Write", "edit_file": "Edit",
          "task": "Task", "load_skill": "Load skill", "todo_write": "Update the todo list"}
-MODE_NOTE = "[plan mode is o"  # cli/repl/plan_cmd.py: the note of a switch into or out of plan mode opens ...
+MODE_NOTE = "[plan mode is o"  # compose/notes.py: the note of a switch into or out of plan mode opens ...
 SKILL_BLOCK = '\n\n<skill name="'  # skills/book.py: a skill `$NAME` loaded follows the person's message so
 PATH_ARGS = {"read_file": "path", "write_file": "path", "edit_file": "path", "list_files": "path", "grep": "path"}
 EDITS = ("write_file", "edit_file")

@@ -131,7 +131,7 @@ class Session:
     def with_mentions(self, text: str) -> str:
         """`text` with each `@path` attached as the REPL attaches it (a real read_file, confined and judged);
         blocking: the editor may serve the file."""
-        from loopagent.cli.repl.mentions import attach, with_attachments
+        from loopagent.compose.mentions import attach, with_attachments
 
         attached = attach(self.run.agent, text)
         for note in attached.notes:
@@ -198,7 +198,7 @@ class Session:
 
     def mode_note(self) -> list[str]:
         """What the next message tells the model of a switch into or out of plan mode (the REPL's /plan note)."""
-        from loopagent.cli.repl.plan_cmd import OFF_NOTE, ON_NOTE
+        from loopagent.compose.notes import OFF_NOTE, ON_NOTE
 
         switched, self.plan_switched = self.plan_switched, False
         if not switched:

@@ -264,7 +264,7 @@ def skills_for(workspace: Path, host: Host, ctx_size: int):
     """The run's skills (a SkillBook), the load_skill tool when the catalog lists any, and the catalog's
     text; a project skill hiding a user's, and invalid skills, are said on `host.err` once."""
     from loopagent.skills import SkillBook, build_catalog, discover
-    from loopagent.tools.skill import skill_tool
+    from loopagent.skills.tool import skill_tool
 
     found = discover(workspace, host.home, Path(host.env["HOME"]) if host.env.get("HOME") else None)
     for warning in found.warnings:

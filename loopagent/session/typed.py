@@ -7,7 +7,7 @@ from __future__ import annotations
 
 COMMAND_HEAD = "[the user ran a command in the workspace]\n"  # cli/repl/bang.py: a note begins so ...
 COMMAND_END = "\n[end of the command's output]"  # ... and ends so, the typed text two newlines on
-ATTACHED = "\n\n[attached @"  # cli/repl/mentions.py: each attachment follows the typed text so
+ATTACHED = "\n\n[attached @"  # compose/mentions.py: each attachment follows the typed text so
 HOOK_HEAD = "[session_start hook]\n"  # loop.py: a hook's context opens the first message so ...
 HOOK_END = "\n[end of the session_start hook's context]"  # ... and ends so, the message two newlines on
 HEADS = {COMMAND_HEAD: COMMAND_END, HOOK_HEAD: HOOK_END}

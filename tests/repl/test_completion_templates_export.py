@@ -11,7 +11,7 @@ from pathlib import Path
 from prompt_toolkit.document import Document
 
 from loopagent.cli.repl.complete import ReplCompleter
-from loopagent.cli.repl.templates import Template, front_matter
+from loopagent.compose.templates import Template, front_matter
 from tests.fakeserver import text, user_texts
 from tests.pty import TOOLBAR
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loopagent.cli.repl.mentions import mentioned
+from loopagent.compose.mentions import mentioned
 
 
 def test_an_attachment_quoted_back_is_no_new_mention():

@@ -4,7 +4,7 @@ nothing) and none shadows a built-in command."""
 
 from __future__ import annotations
 
-from loopagent.cli.repl.templates import expand, templates
+from loopagent.compose.templates import expand, templates
 from tests.fakeserver import text, user_texts
 from tests.pty import TOOLBAR
 

@@ -11,8 +11,8 @@ import pytest
 from loopagent.messages import ToolCall, ToolResult, UserMessage
 from loopagent.skills import SkillBook, discover
 from loopagent.skills.book import loaded_in, loaded_in_session, mentioned
+from loopagent.skills.tool import skill_tool
 from loopagent.tools import Registry, ToolContext
-from loopagent.tools.skill import skill_tool
 from loopagent.tools.workspace import Workspace
 
 

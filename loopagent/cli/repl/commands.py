@@ -1,5 +1,5 @@
 """What a `/NAME` line means: a built-in command of the one table below, else one of the person's
-prompt templates (cli/repl/templates.py), else an error naming the commands.
+prompt templates (compose/templates.py), else an error naming the commands.
 
 The table is the only list of commands: /help, the completer and the names templates may not take all
 read it. Each handler is a function (repl, argument, prompt) -> an exit code (ends the REPL) or None.
@@ -15,7 +15,7 @@ from loopagent.cli.repl import plan_cmd, slash, slash_prompt
 
 if TYPE_CHECKING:
     from loopagent.cli.repl.state import ReplState
-    from loopagent.cli.repl.templates import Template
+    from loopagent.compose.templates import Template
 
 Handler = Callable[["ReplState", str, Any], "int | None"]
 
@@ -77,7 +77,7 @@ def dispatch(repl: ReplState, line: str, prompt: Any) -> int | None:
 def templates_of(repl: ReplState) -> dict[str, Template]:
     """The person's prompt templates, by command name (loaded afresh: a file added meanwhile counts);
     a built-in command keeps its name."""
-    from loopagent.cli.repl.templates import templates
+    from loopagent.compose.templates import templates
     from loopagent.config import loop_home
 
     workspace = getattr(repl.agent.tools.workspace, "root", None)
@@ -98,7 +98,7 @@ def skills_of(repl: ReplState) -> dict[str, str]:
 def template_text(repl: ReplState, line: str) -> str | None:
     """The message a `/NAME args` line of a template (or `/skill:NAME args`) stands for; None when NAME is
     neither."""
-    from loopagent.cli.repl.templates import expand
+    from loopagent.compose.templates import expand
 
     name, _, arguments = line.strip().partition(" ")
     if name.startswith(SKILL):

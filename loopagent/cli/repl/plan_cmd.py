@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from loopagent.compose.notes import OFF_NOTE, ON_NOTE
+
 if TYPE_CHECKING:
     from loopagent.cli.repl.state import ReplState
 
-ON_NOTE = ("[plan mode is on: nothing may change the workspace. File writes are refused and shell commands run "
-           "with the workspace read-only. Investigate, then answer with a plan.]")
-OFF_NOTE = "[plan mode is off (approval {mode}): you may now change files and carry out the plan.]"
 
 
 def plan(repl: ReplState, arg: str, prompt: Any) -> None:

@@ -7,8 +7,8 @@ running tools stop, every open call is answered "cancelled by the user" and the 
 SIGTERM or SIGHUP does the same and then ends the REPL (143 / 129). While a turn runs, what the
 person types is read without echo and queued (cli/repl/typeahead.py): when the turn ends, a queued slash
 command runs and queued text is sent as the next task, each echoed; Ctrl+D typed meanwhile leaves.
-`@path` attaches a file (cli/repl/mentions.py), `!cmd` runs a command as the person (cli/repl/bang.py), `/NAME`
-sends a prompt template (cli/repl/templates.py), Ctrl+X Ctrl+E or /edit opens $VISUAL/$EDITOR on the input.
+`@path` attaches a file (compose/mentions.py), `!cmd` runs a command as the person (cli/repl/bang.py), `/NAME`
+sends a prompt template (compose/templates.py), Ctrl+X Ctrl+E or /edit opens $VISUAL/$EDITOR on the input.
 Leaving takes a deliberate key: Ctrl+D on an empty line, /exit, or a second Ctrl+C within `WINDOW`
 seconds (the first says so); a Ctrl+C that cancels a turn, or lands as one ends, never leaves. The
 last line names the saved session and the command that continues it.
@@ -298,7 +298,7 @@ class Repl(ReplState):
 
     def message(self, text: str) -> str:
         """What the model gets for `text`: the outputs of `!` commands run since, `text`, its `@` attachments."""
-        from loopagent.cli.repl.mentions import attach, with_attachments
+        from loopagent.compose.mentions import attach, with_attachments
 
         attached = attach(self.agent, text)
         for note in attached.notes:

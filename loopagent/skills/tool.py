@@ -1,5 +1,6 @@
-"""`load_skill {name, file?}`: the model loads a skill the catalog lists (loopagent/skills/). Its name is an
-enum of those skills, so even a small model cannot misspell one; a skill already loaded is not sent twice."""
+"""`load_skill {name, file?}`: the model loads a skill the catalog lists. Its name is an enum of those skills,
+so even a small model cannot misspell one; a skill already loaded is not sent twice. It lives with the skills
+(which import tools/ for its base), so tools/ knows nothing of skills."""
 
 from __future__ import annotations
 
